@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * otel-thread-ctx: publish, per OS thread, which trace and span the thread is
+ * running, in the OpenTelemetry thread-context format (OTEP 4947), so that
+ * profilers inside and outside the process can read it.
+ *
+ * The published state of a thread is the thread-local pointer
+ * otel_thread_ctx_v1.  It is NULL when the thread publishes nothing, or
+ * points to a struct otel_thread_ctx_record.  The library defines the slot and
+ * reaches it only through the TLS descriptor (TLSDESC) sequence that linkers
+ * know how to relax, whatever the compiler or its flags.
+ *
+ * Model
+ * -----
+ * A context (otel_thread_ctx) is an object the caller creates.  It holds two
+ * records: the published one, which readers may be looking at, and a draft.
+ * The setters (otel_thread_ctx_set_*, _remove_attr, _clear*) edit the draft
+ * only; nothing a reader can see changes until the edits are committed by
+ * otel_thread_ctx_update() or otel_thread_ctx_update_attach().  A commit turns
+ * the draft into the published record and, when the context is attached to
+ * the calling thread, moves the thread's slot to it with a single pointer
+ * store.  A reader interrupting the thread at any instruction therefore sees
+ * no record, the complete old one or the complete new one, and never a record
+ * whose valid byte is not 1 (only otel_thread_ctx_invalidate() produces that).
+ *
+ * Ownership
+ * ---------
+ * While attached, a context belongs to the thread it is attached to: it
+ * cannot be destroyed (OTEL_THREAD_CTX_EBUSY), it cannot be attached to, or
+ * committed or invalidated from, another thread (OTEL_THREAD_CTX_EBUSY), and
+ * it is handed back to the caller by the attach that replaces it or by
+ * otel_thread_ctx_detach().  When a thread exits with a context attached, the
+ * library unpublishes it and destroys it: no memory stays behind for an
+ * exited thread.  A context is not itself thread-safe: edit it from one thread
+ * at a time, and while it is attached, only from the thread it is attached to.
+ *
+ * Signals and locks
+ * -----------------
+ * No function takes a lock.  attach, update, update_attach, detach,
+ * invalidate, current and the setters never allocate and are
+ * async-signal-safe, with two limits that come from the platform, not from
+ * this library: the first attach on each thread registers the thread-exit
+ * cleanup with pthread_setspecific(), a plain store in glibc (for the first 32
+ * keys of a process; the library creates its key when it is loaded) and in
+ * musl; and when the library was dlopen()ed into dynamic TLS, the loader may
+ * allocate the thread's TLS block on the thread's first call into the library.
+ * A signal handler that interrupts one of these calls on the same thread may
+ * read the slot at any time, but must not itself change that thread's
+ * attachment or edit the context being changed.  Only otel_thread_ctx_create()
+ * allocates; only otel_thread_ctx_destroy() and thread exit free.
+ *
+ * fork()
+ * ------
+ * In the child, the thread that called fork() keeps its attached context: the
+ * same pointer, the same record, still attached and still owned by it.
+ * Contexts that were attached to other threads of the parent are, in the
+ * child, detached: the child may destroy them or attach them.  (The library
+ * learns of the fork through pthread_atfork(); a child made by vfork() or a
+ * raw clone() system call must only exec or _exit.)
+ *
+ * Errors
+ * ------
+ * Every function that can fail returns OTEL_THREAD_CTX_OK (0) or a negative
+ * enum otel_thread_ctx_error.  A call that fails changes nothing: neither the
+ * published record, nor the draft, nor any thread's slot.  The library never
+ * aborts, exits or prints.
+ */
+#ifndef OTEL_THREAD_CTX_H
+#define OTEL_THREAD_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OTEL_THREAD_CTX_VERSION_MAJOR 1
+#define OTEL_THREAD_CTX_VERSION_MINOR 0
+#define OTEL_THREAD_CTX_VERSION_PATCH 0
+
+/* The record (OTEP 4947).  Native endianness, no padding, 640 bytes. */
+#define OTEL_THREAD_CTX_RECORD_SIZE 640u
+/* Bytes available for attribute entries in one record. */
+#define OTEL_THREAD_CTX_ATTRS_MAX 612u
+/* Longest attribute value, in bytes. */
+#define OTEL_THREAD_CTX_VALUE_MAX 255u
+/* Highest attribute key index (an index into the process context's
+ * threadlocal.attribute_key_map). */
+#define OTEL_THREAD_CTX_KEY_MAX 255u
+
+/*
+ * What otel_thread_ctx_v1 points to.  A reader must check valid == 1 before
+ * using anything else, must not read more than OTEL_THREAD_CTX_RECORD_SIZE
+ * bytes, and decodes attrs_data as a sequence of entries
+ * [key index: u8][length: u8][length bytes of UTF-8], stopping at a truncated
+ * entry; when a key repeats, the last entry wins.
+ */
+struct otel_thread_ctx_record {
+	uint8_t trace_id[16];     /* W3C trace id; all zero: no trace */
+	uint8_t span_id[8];       /* W3C span id; set exactly when trace_id is */
+	uint8_t valid;            /* 1: consistent; anything else: ignore */
+	uint8_t trace_flags;      /* W3C trace flags; 0 without ids */
+	uint16_t attrs_data_size; /* bytes used in attrs_data */
+	uint8_t attrs_data[OTEL_THREAD_CTX_ATTRS_MAX];
+};
+
+#ifdef __cplusplus
+#define OTEL_THREAD_CTX_STATIC_ASSERT static_assert
+#else
+#define OTEL_THREAD_CTX_STATIC_ASSERT _Static_assert
+#endif
+OTEL_THREAD_CTX_STATIC_ASSERT(sizeof(struct otel_thread_ctx_record) == 640,
+			      "record size");
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, trace_id) == 0,
+			      "trace_id offset");
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, span_id) == 16,
+			      "span_id offset");
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, valid) == 24,
+			      "valid offset");
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, trace_flags) == 25,
+			      "trace_flags offset");
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data_size) == 26,
+			      "attrs_data_size offset");
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data) == 28,
+			      "attrs_data offset");
+#undef OTEL_THREAD_CTX_STATIC_ASSERT
+
+/*
+ * The slot.  Defined by the library: an 8-byte, 8-aligned thread-local
+ * pointer, STT_TLS, STB_GLOBAL, default visibility, exported in .dynsym.
+ * Readers in this process may load it (in a signal handler, say); only the
+ * library stores to it.
+ */
+extern __thread const struct otel_thread_ctx_record *otel_thread_ctx_v1;
+
+/* Return values.  Stable: new codes are only ever added. */
+enum otel_thread_ctx_error {
+	OTEL_THREAD_CTX_OK = 0,
+	/* A pointer argument that is required was NULL. */
+	OTEL_THREAD_CTX_ENULL = -1,
+	/* The ids would be set half-way: trace id without span id or the
+	 * reverse, trace flags without ids, or a span id on a context that has
+	 * no trace id. */
+	OTEL_THREAD_CTX_EIDS = -2,
+	/* Attribute key index above OTEL_THREAD_CTX_KEY_MAX. */
+	OTEL_THREAD_CTX_EKEY = -3,
+	/* Attribute value longer than OTEL_THREAD_CTX_VALUE_MAX bytes. */
+	OTEL_THREAD_CTX_EVALUE = -4,
+	/* Attribute value is not valid UTF-8. */
+	OTEL_THREAD_CTX_EUTF8 = -5,
+	/* The attributes would need more than OTEL_THREAD_CTX_ATTRS_MAX bytes. */
+	OTEL_THREAD_CTX_ENOSPC = -6,
+	/* The context is attached: to any thread (destroy), or to another
+	 * thread (attach, update, update_attach, invalidate). */
+	OTEL_THREAD_CTX_EBUSY = -7,
+	/* attach: the context has edits that are not committed; publishing it
+	 * would show older data than it holds.  Use update_attach. */
+	OTEL_THREAD_CTX_EPENDING = -8,
+	/* Out of memory. */
+	OTEL_THREAD_CTX_ENOMEM = -9,
+	/* The thread-exit cleanup could not be set up (no pthread key was
+	 * available), so attaching would leak at thread exit. */
+	OTEL_THREAD_CTX_ETHREAD = -10,
+};
+
+/* A static, English description of an error code; never NULL. */
+const char *otel_thread_ctx_strerror(int error);
+
+typedef struct otel_thread_ctx otel_thread_ctx;
+
+/*
+ * Allocates a context whose published record is valid and empty (no ids, no
+ * attributes) and stores it in *ctx.  This is the only function that
+ * allocates.  Errors: ENULL, ENOMEM.  Not async-signal-safe.
+ */
+int otel_thread_ctx_create(otel_thread_ctx **ctx);
+
+/*
+ * Frees a detached context.  NULL is accepted and does nothing.
+ * Errors: EBUSY if the context is attached to a thread.
+ * Not async-signal-safe.
+ */
+int otel_thread_ctx_destroy(otel_thread_ctx *ctx);
+
+/*
+ * Draft setters.  They change what the next commit publishes and nothing
+ * else.  All are async-signal-safe and do not allocate.
+ */
+
+/* Sets both ids and the trace flags.  Both ids all zero (with flags 0) clears
+ * them.  Errors: ENULL; EIDS when exactly one id is all zero, or when flags
+ * are non-zero without ids. */
+int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
+			    const uint8_t span_id[8], uint8_t trace_flags);
+/* Changes the span id only (a new span in the same trace).
+ * Errors: ENULL; EIDS when the span id is all zero or there is no trace id. */
+int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8]);
+/* Changes the trace flags only.  Errors: ENULL; EIDS when the flags are
+ * non-zero and there are no ids. */
+int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags);
+/* Removes both ids and the flags.  Errors: ENULL. */
+int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx);
+
+/*
+ * Sets attribute `key` (0..255, an index into the process context's attribute
+ * key map) to the `len` bytes at `value` (UTF-8, at most 255 bytes; value may
+ * be NULL when len is 0).  An existing entry for the key is replaced in place,
+ * so a record never holds a key twice.
+ * Errors: ENULL, EKEY, EVALUE, EUTF8, ENOSPC.
+ */
+int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
+			     const void *value, size_t len);
+/* Removes attribute `key`; absent is not an error.  Errors: ENULL, EKEY. */
+int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int key);
+/* Removes every attribute.  Errors: ENULL. */
+int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx);
+/* Removes ids, flags and attributes.  Errors: ENULL. */
+int otel_thread_ctx_clear(otel_thread_ctx *ctx);
+
+/*
+ * Publishes `ctx` on the calling thread and stores in *prev the context it
+ * replaces (NULL if none); the caller owns *prev again.  If ctx is already
+ * attached to the calling thread nothing changes and *prev is ctx.
+ * Errors: ENULL; EPENDING when ctx has uncommitted edits; EBUSY when ctx is
+ * attached to another thread; ETHREAD.
+ */
+int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev);
+
+/*
+ * Commits the draft of `ctx`: it becomes the published record.  If ctx is
+ * attached to the calling thread, the thread publishes the new record with
+ * one pointer store.  A context that was invalidated becomes valid again.
+ * Errors: ENULL; EBUSY when ctx is attached to another thread.
+ */
+int otel_thread_ctx_update(otel_thread_ctx *ctx);
+
+/*
+ * otel_thread_ctx_update() and otel_thread_ctx_attach() in one step, with a
+ * single store to the slot: the thread goes from publishing *prev straight to
+ * publishing ctx's new record, and never shows ctx's older data.
+ * Errors: ENULL; EBUSY when ctx is attached to another thread; ETHREAD.
+ */
+int otel_thread_ctx_update_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev);
+
+/*
+ * Unpublishes: the calling thread's slot becomes NULL, and *prev receives the
+ * context that was attached (NULL if none), owned by the caller again.
+ * Errors: ENULL.
+ */
+int otel_thread_ctx_detach(otel_thread_ctx **prev);
+
+/*
+ * Marks the published record of `ctx` invalid (valid = 0) without detaching
+ * or freeing it: a thread that has it attached publishes "ignore me" until
+ * the next otel_thread_ctx_update() or _update_attach() of ctx.
+ * Errors: ENULL; EBUSY when ctx is attached to another thread.
+ */
+int otel_thread_ctx_invalidate(otel_thread_ctx *ctx);
+
+/* The context attached to the calling thread, or NULL.  Borrowed: the thread
+ * still owns it. */
+otel_thread_ctx *otel_thread_ctx_current(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OTEL_THREAD_CTX_H */

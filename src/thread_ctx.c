@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Contexts, their records, and the calling thread's slot.
+ *
+ * Publication is pointer-swap only: a record that a slot points to is never
+ * written again while it is reachable (but for its valid byte, by
+ * otel_thread_ctx_invalidate()).  Each context has two records; edits go to
+ * the one that is not published, and a commit swaps their roles.  Readers run
+ * on the thread (signal handlers) or while it is stopped (ptrace, eBPF), so
+ * compiler ordering is all that matters: every record store comes before the
+ * slot store that makes it reachable (signal fences in publish()).
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tls.h"
+
+#define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
+#define ENTRY_HEADER 2u
+
+struct otel_thread_ctx {
+	struct otel_thread_ctx_record rec[2];
+	/*
+	 * 0 when detached; fork_generation + 1 of the process in which it was
+	 * attached otherwise.  A mark from before a fork names a thread that
+	 * does not exist in the child, so the child sees the context detached.
+	 * Read by other threads (to refuse a second owner), hence atomic.
+	 */
+	unsigned long attach_mark;
+	uint8_t pub;   /* index in rec of the published record */
+	uint8_t dirty; /* rec[pub ^ 1] holds edits not yet committed */
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static bool exit_key_ready;
+static unsigned long fork_generation;
+
+static void on_thread_exit(void *arg);
+static void after_fork_child(void);
+
+static void init(void)
+{
+	exit_key_ready = pthread_key_create(&exit_key, on_thread_exit) == 0;
+	/* Fails only for lack of memory; then contexts attached to other
+	 * threads of a parent stay attached (EBUSY) in its children. */
+	(void)pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* Done when the library is loaded, so that the first attach of a thread,
+ * maybe in a signal handler, finds the key made and the lock of
+ * pthread_once() untouched.  The pthread_once() in register_exit_hook() covers
+ * a constructor of another object that runs before this one. */
+__attribute__((constructor)) static void on_load(void)
+{
+	pthread_once(&init_once, init);
+}
+
+static inline bool is_attached(const struct otel_thread_ctx *ctx)
+{
+	unsigned long mark = __atomic_load_n(&ctx->attach_mark, __ATOMIC_RELAXED);
+
+	return mark != 0 &&
+	       mark == __atomic_load_n(&fork_generation, __ATOMIC_RELAXED) + 1;
+}
+
+static inline void mark_attached(struct otel_thread_ctx *ctx, bool attached)
+{
+	unsigned long mark = attached ?
+		__atomic_load_n(&fork_generation, __ATOMIC_RELAXED) + 1 : 0;
+
+	__atomic_store_n(&ctx->attach_mark, mark, __ATOMIC_RELAXED);
+}
+
+/* True when ctx is attached to a thread other than the one owning `self`. */
+static inline bool attached_elsewhere(const struct otel_thread_ctx *ctx,
+				      const struct otel__thread *self)
+{
+	return self->ctx != ctx && is_attached(ctx);
+}
+
+static inline struct otel_thread_ctx_record *published(struct otel_thread_ctx *ctx)
+{
+	return &ctx->rec[ctx->pub];
+}
+
+static inline struct otel_thread_ctx_record *draft(struct otel_thread_ctx *ctx)
+{
+	return &ctx->rec[ctx->pub ^ 1];
+}
+
+/* What the context holds now, committed or not: the record validation is
+ * done against, before anything is written. */
+static inline const struct otel_thread_ctx_record *view(struct otel_thread_ctx *ctx)
+{
+	return ctx->dirty ? draft(ctx) : published(ctx);
+}
+
+/* Makes `rec` (or NULL) what the thread publishes. */
+static inline void publish(struct otel__thread *t,
+			   const struct otel_thread_ctx_record *rec)
+{
+	/* The record is complete before the slot can lead to it ... */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->slot, rec, __ATOMIC_RELAXED);
+	/* ... and the record it replaced is not reused before it is
+	 * unreachable. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* The draft, ready for an edit: on the first edit after a commit it is
+ * brought up to date from the published record (the used bytes only). */
+static struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx)
+{
+	struct otel_thread_ctx_record *d = draft(ctx);
+
+	if (!ctx->dirty) {
+		const struct otel_thread_ctx_record *p = published(ctx);
+
+		memcpy(d, p, HEADER_SIZE + p->attrs_data_size);
+		ctx->dirty = 1;
+	}
+	return d;
+}
+
+/* Turns the draft into the published record; false if there was nothing to
+ * do (no edit, and the published record is valid). */
+static bool commit(struct otel_thread_ctx *ctx)
+{
+	if (!ctx->dirty &&
+	    __atomic_load_n(&published(ctx)->valid, __ATOMIC_RELAXED) == 1)
+		return false;
+	edit(ctx)->valid = 1;
+	ctx->pub ^= 1;
+	ctx->dirty = 0;
+	return true;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		acc |= p[i];
+	return acc == 0;
+}
+
+/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static bool utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint8_t c = s[i];
+		uint32_t cp, min;
+		size_t more;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0) {
+			more = 1, cp = c & 0x1f, min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			more = 2, cp = c & 0x0f, min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			more = 3, cp = c & 0x07, min = 0x10000;
+		} else {
+			return false;
+		}
+		if (n - i - 1 < more)
+			return false;
+		for (size_t k = 1; k <= more; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += 1 + more;
+	}
+	return true;
+}
+
+/* Offset of the entry for `key` in a record the library wrote, or -1. */
+static int find_attr(const struct otel_thread_ctx_record *r, unsigned int key)
+{
+	size_t off = 0;
+
+	while (off + ENTRY_HEADER <= r->attrs_data_size) {
+		if (r->attrs_data[off] == key)
+			return (int)off;
+		off += ENTRY_HEADER + r->attrs_data[off + 1];
+	}
+	return -1;
+}
+
+static int register_exit_hook(struct otel__thread *t)
+{
+	pthread_once(&init_once, init);
+	if (!exit_key_ready || pthread_setspecific(exit_key, t) != 0)
+		return OTEL_THREAD_CTX_ETHREAD;
+	t->exit_hook = 1;
+	return OTEL_THREAD_CTX_OK;
+}
+
+/* pthread key destructor, run by the exiting thread itself. */
+static void on_thread_exit(void *arg)
+{
+	struct otel__thread *t = arg;
+	struct otel_thread_ctx *ctx = t->ctx;
+
+	/* A later destructor that attaches again registers again. */
+	t->exit_hook = 0;
+	if (ctx == NULL)
+		return;
+	publish(t, NULL);
+	t->ctx = NULL;
+	free(ctx);
+}
+
+static void after_fork_child(void)
+{
+	unsigned long gen = __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
+	struct otel__thread *t = otel__thread_self();
+
+	/* The only thread of the child keeps what it had attached. */
+	if (t->ctx != NULL)
+		__atomic_store_n(&t->ctx->attach_mark, gen + 1, __ATOMIC_RELAXED);
+}
+
+OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
+{
+	switch (error) {
+	case OTEL_THREAD_CTX_OK:
+		return "success";
+	case OTEL_THREAD_CTX_ENULL:
+		return "a required pointer argument is NULL";
+	case OTEL_THREAD_CTX_EIDS:
+		return "trace and span ids must be set together, and trace flags need them";
+	case OTEL_THREAD_CTX_EKEY:
+		return "attribute key index is above 255";
+	case OTEL_THREAD_CTX_EVALUE:
+		return "attribute value is longer than 255 bytes";
+	case OTEL_THREAD_CTX_EUTF8:
+		return "attribute value is not valid UTF-8";
+	case OTEL_THREAD_CTX_ENOSPC:
+		return "attributes would exceed the 612 bytes of a record";
+	case OTEL_THREAD_CTX_EBUSY:
+		return "context is attached (to another thread)";
+	case OTEL_THREAD_CTX_EPENDING:
+		return "context has uncommitted edits; use otel_thread_ctx_update_attach";
+	case OTEL_THREAD_CTX_ENOMEM:
+		return "out of memory";
+	case OTEL_THREAD_CTX_ETHREAD:
+		return "thread-exit cleanup is unavailable (no pthread key)";
+	}
+	return "unknown otel-thread-ctx error";
+}
+
+OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **out)
+{
+	struct otel_thread_ctx *ctx;
+
+	if (out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	ctx->rec[0].valid = 1;
+	*out = ctx;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_destroy(otel_thread_ctx *ctx)
+{
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_OK;
+	if (is_attached(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
+	free(ctx);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
+					const uint8_t span_id[8], uint8_t trace_flags)
+{
+	struct otel_thread_ctx_record *d;
+	bool no_trace, no_span;
+
+	if (ctx == NULL || trace_id == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	no_trace = all_zero(trace_id, 16);
+	no_span = all_zero(span_id, 8);
+	if (no_trace != no_span || (no_trace && trace_flags != 0))
+		return OTEL_THREAD_CTX_EIDS;
+	d = edit(ctx);
+	memcpy(d->trace_id, trace_id, 16);
+	memcpy(d->span_id, span_id, 8);
+	d->trace_flags = trace_flags;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
+{
+	if (ctx == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (all_zero(span_id, 8) || all_zero(view(ctx)->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	memcpy(edit(ctx)->span_id, span_id, 8);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags)
+{
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	edit(ctx)->trace_flags = trace_flags;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
+{
+	struct otel_thread_ctx_record *d;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	d = edit(ctx);
+	memset(d->trace_id, 0, sizeof(d->trace_id));
+	memset(d->span_id, 0, sizeof(d->span_id));
+	d->trace_flags = 0;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
+					 const void *value, size_t len)
+{
+	const struct otel_thread_ctx_record *v;
+	struct otel_thread_ctx_record *d;
+	size_t old_entry = 0, new_size;
+	int at;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (key > OTEL_THREAD_CTX_KEY_MAX)
+		return OTEL_THREAD_CTX_EKEY;
+	if (len > OTEL_THREAD_CTX_VALUE_MAX)
+		return OTEL_THREAD_CTX_EVALUE;
+	if (value == NULL && len != 0)
+		return OTEL_THREAD_CTX_ENULL;
+	if (!utf8_valid(value, len))
+		return OTEL_THREAD_CTX_EUTF8;
+
+	v = view(ctx);
+	at = find_attr(v, key);
+	if (at >= 0)
+		old_entry = ENTRY_HEADER + v->attrs_data[at + 1];
+	new_size = v->attrs_data_size - old_entry + ENTRY_HEADER + len;
+	if (new_size > OTEL_THREAD_CTX_ATTRS_MAX)
+		return OTEL_THREAD_CTX_ENOSPC;
+
+	d = edit(ctx);
+	if (at < 0) {
+		at = d->attrs_data_size;
+	} else {
+		/* Replace in place: shift what follows to the new length. */
+		size_t tail = (size_t)at + old_entry;
+
+		memmove(d->attrs_data + at + ENTRY_HEADER + len, d->attrs_data + tail,
+			d->attrs_data_size - tail);
+	}
+	d->attrs_data[at] = (uint8_t)key;
+	d->attrs_data[at + 1] = (uint8_t)len;
+	if (len != 0)
+		memcpy(d->attrs_data + at + ENTRY_HEADER, value, len);
+	d->attrs_data_size = (uint16_t)new_size;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int key)
+{
+	struct otel_thread_ctx_record *d;
+	size_t entry, tail;
+	int at;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (key > OTEL_THREAD_CTX_KEY_MAX)
+		return OTEL_THREAD_CTX_EKEY;
+	at = find_attr(view(ctx), key);
+	if (at < 0)
+		return OTEL_THREAD_CTX_OK;
+	d = edit(ctx);
+	entry = ENTRY_HEADER + d->attrs_data[at + 1];
+	tail = (size_t)at + entry;
+	memmove(d->attrs_data + at, d->attrs_data + tail, d->attrs_data_size - tail);
+	d->attrs_data_size = (uint16_t)(d->attrs_data_size - entry);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx)
+{
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (view(ctx)->attrs_data_size != 0)
+		edit(ctx)->attrs_data_size = 0;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_clear(otel_thread_ctx *ctx)
+{
+	int err = otel_thread_ctx_clear_ids(ctx);
+
+	return err ? err : otel_thread_ctx_clear_attrs(ctx);
+}
+
+/* attach and update_attach. */
+static int attach(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_first)
+{
+	struct otel__thread *t;
+	struct otel_thread_ctx *old;
+
+	if (ctx == NULL || prev == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	t = otel__thread_self();
+	old = t->ctx;
+	if (old != ctx) {
+		if (is_attached(ctx))
+			return OTEL_THREAD_CTX_EBUSY;
+		if (!t->exit_hook) {
+			int err = register_exit_hook(t);
+
+			if (err)
+				return err;
+		}
+	}
+	if (commit_first)
+		commit(ctx);
+	else if (ctx->dirty)
+		return OTEL_THREAD_CTX_EPENDING;
+
+	if (old != ctx) {
+		mark_attached(ctx, true);
+		t->ctx = ctx;
+	}
+	publish(t, published(ctx));
+	if (old != NULL && old != ctx)
+		mark_attached(old, false);
+	*prev = old;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev)
+{
+	return attach(ctx, prev, false);
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev)
+{
+	return attach(ctx, prev, true);
+}
+
+OTEL_EXPORT int otel_thread_ctx_update(otel_thread_ctx *ctx)
+{
+	struct otel__thread *t;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	t = otel__thread_self();
+	if (attached_elsewhere(ctx, t))
+		return OTEL_THREAD_CTX_EBUSY;
+	if (commit(ctx) && t->ctx == ctx)
+		publish(t, published(ctx));
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx **prev)
+{
+	struct otel__thread *t;
+	struct otel_thread_ctx *old;
+
+	if (prev == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	t = otel__thread_self();
+	old = t->ctx;
+	publish(t, NULL);
+	if (old != NULL) {
+		t->ctx = NULL;
+		mark_attached(old, false);
+	}
+	*prev = old;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_invalidate(otel_thread_ctx *ctx)
+{
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (attached_elsewhere(ctx, otel__thread_self()))
+		return OTEL_THREAD_CTX_EBUSY;
+	__atomic_store_n(&published(ctx)->valid, 0, __ATOMIC_RELAXED);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT otel_thread_ctx *otel_thread_ctx_current(void)
+{
+	return otel__thread_self()->ctx;
+}
