@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The record: its layout and the bytes the setters produce, read through
+ * otel_thread_ctx_v1 as a reader reads them. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+static const uint8_t trace_a[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
+				     0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
+static const uint8_t span_a[8] = { 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7 };
+
+/* Attaches ctx after committing it, returns what the thread publishes. */
+static const struct otel_thread_ctx_record *publish(otel_thread_ctx *ctx)
+{
+	otel_thread_ctx *prev;
+
+	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+	ck_assert_ptr_nonnull(otel_thread_ctx_v1);
+	return otel_thread_ctx_v1;
+}
+
+static void release(otel_thread_ctx *ctx)
+{
+	otel_thread_ctx *prev;
+
+	ck_assert_ok(otel_thread_ctx_detach(&prev));
+	ck_assert_ptr_eq(prev, ctx);
+	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+}
+
+static void assert_attrs(const struct otel_thread_ctx_record *r, const void *bytes, size_t n)
+{
+	ck_assert_uint_eq(r->attrs_data_size, n);
+	ck_assert_mem_eq(r->attrs_data, bytes, n);
+}
+
+START_TEST(layout_matches_otep_4947)
+{
+	ck_assert_uint_eq(sizeof(struct otel_thread_ctx_record), 640);
+	ck_assert_uint_eq(offsetof(struct otel_thread_ctx_record, trace_id), 0);
+	ck_assert_uint_eq(offsetof(struct otel_thread_ctx_record, span_id), 16);
+	ck_assert_uint_eq(offsetof(struct otel_thread_ctx_record, valid), 24);
+	ck_assert_uint_eq(offsetof(struct otel_thread_ctx_record, trace_flags), 25);
+	ck_assert_uint_eq(offsetof(struct otel_thread_ctx_record, attrs_data_size), 26);
+	ck_assert_uint_eq(offsetof(struct otel_thread_ctx_record, attrs_data), 28);
+	ck_assert_uint_eq(sizeof(((struct otel_thread_ctx_record *)0)->attrs_data), 612);
+	ck_assert_uint_eq(OTEL_THREAD_CTX_RECORD_SIZE, 640);
+	ck_assert_uint_eq(OTEL_THREAD_CTX_ATTRS_MAX, 612);
+	ck_assert_uint_eq(OTEL_THREAD_CTX_VALUE_MAX, 255);
+	ck_assert_uint_eq(OTEL_THREAD_CTX_KEY_MAX, 255);
+	ck_assert_uint_eq(sizeof(otel_thread_ctx_v1), 8);
+}
+END_TEST
+
+START_TEST(fresh_context_is_valid_and_empty)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	const struct otel_thread_ctx_record *r;
+	otel_thread_ctx *prev;
+	static const uint8_t zero[640];
+
+	ck_assert_ptr_null(otel_thread_ctx_v1);
+	ck_assert_ok(otel_thread_ctx_attach(ctx, &prev));
+	ck_assert_ptr_null(prev);
+	r = otel_thread_ctx_v1;
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->valid, 1);
+	ck_assert_mem_eq(r->trace_id, zero, 16);
+	ck_assert_mem_eq(r->span_id, zero, 8);
+	ck_assert_uint_eq(r->trace_flags, 0);
+	ck_assert_uint_eq(r->attrs_data_size, 0);
+	release(ctx);
+	ck_assert_ptr_null(otel_thread_ctx_v1);
+}
+END_TEST
+
+START_TEST(storage_is_8_aligned)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	uint8_t span[8] = { 1 };
+
+	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	ck_assert_uint_eq((uintptr_t)publish(ctx) % 8, 0);
+	/* The other record of the pair, after a commit. */
+	ck_assert_ok(otel_thread_ctx_set_span_id(ctx, span));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	ck_assert_uint_eq((uintptr_t)otel_thread_ctx_v1 % 8, 0);
+	release(ctx);
+}
+END_TEST
+
+START_TEST(ids_and_flags_are_copied_exactly)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	const struct otel_thread_ctx_record *r;
+
+	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 0x03));
+	r = publish(ctx);
+	ck_assert_mem_eq(r->trace_id, trace_a, 16);
+	ck_assert_mem_eq(r->span_id, span_a, 8);
+	ck_assert_uint_eq(r->trace_flags, 0x03);
+	ck_assert_uint_eq(r->valid, 1);
+	release(ctx);
+}
+END_TEST
+
+START_TEST(attribute_entries_are_key_len_bytes)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	uint8_t big[255];
+	uint8_t expect[2 + 3 + 2 + 0 + 2 + 255];
+
+	memset(big, 'v', sizeof(big));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, "abc", 3));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 7, NULL, 0));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 255, big, sizeof(big)));
+	memcpy(expect, "\x01\x03" "abc" "\x07\x00" "\xff\xff", 9);
+	memcpy(expect + 9, big, sizeof(big));
+	assert_attrs(publish(ctx), expect, sizeof(expect));
+	release(ctx);
+}
+END_TEST
+
+START_TEST(replacing_a_key_keeps_one_entry_in_place)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	const struct otel_thread_ctx_record *r;
+
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, "abc", 3));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "xy", 2));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "q", 1));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "longer", 6));
+	r = publish(ctx);
+	assert_attrs(r, "\x01\x03" "abc" "\x02\x06" "longer" "\x03\x01" "q", 16);
+
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "", 0));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	assert_attrs(otel_thread_ctx_v1, "\x01\x03" "abc" "\x02\x00" "\x03\x01" "q", 10);
+
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, "z", 1));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	assert_attrs(otel_thread_ctx_v1, "\x01\x01" "z" "\x02\x00" "\x03\x01" "q", 8);
+	release(ctx);
+}
+END_TEST
+
+START_TEST(remove_and_clear)
+{
+	otel_thread_ctx *ctx = new_ctx();
+
+	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, "abc", 3));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "xy", 2));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "q", 1));
+	ck_assert_ok(otel_thread_ctx_remove_attr(ctx, 2));
+	ck_assert_ok(otel_thread_ctx_remove_attr(ctx, 200)); /* absent */
+	assert_attrs(publish(ctx), "\x01\x03" "abc" "\x03\x01" "q", 8);
+
+	ck_assert_ok(otel_thread_ctx_clear_attrs(ctx));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 0);
+	ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
+
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 9, "k", 1));
+	ck_assert_ok(otel_thread_ctx_clear(ctx));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	{
+		static const uint8_t zero[24];
+		const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
+
+		ck_assert_mem_eq(r->trace_id, zero, 24);
+		ck_assert_uint_eq(r->trace_flags, 0);
+		ck_assert_uint_eq(r->attrs_data_size, 0);
+		ck_assert_uint_eq(r->valid, 1);
+	}
+	release(ctx);
+}
+END_TEST
+
+START_TEST(attributes_fill_exactly_612_bytes)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	uint8_t v[255];
+	struct published before;
+
+	memset(v, 'x', sizeof(v));
+	/* 257 + 257 + 98 = 612 */
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 0, v, 255));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, v, 255));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, v, 96));
+	ck_assert_uint_eq(publish(ctx)->attrs_data_size, 612);
+	before = read_published();
+	/* Not even an empty entry fits, and growing an entry does not either. */
+	ck_assert_otel(otel_thread_ctx_set_attr(ctx, 3, NULL, 0), OTEL_THREAD_CTX_ENOSPC);
+	ck_assert_otel(otel_thread_ctx_set_attr(ctx, 2, v, 97), OTEL_THREAD_CTX_ENOSPC);
+	/* Shrinking one does. */
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, v, 94));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, NULL, 0));
+	{
+		struct published now = read_published();
+
+		ck_assert(published_equal(&before, &now)); /* not committed yet */
+	}
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 612);
+	release(ctx);
+}
+END_TEST
+
+START_TEST(utf8_values)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	static const struct {
+		const char *bytes;
+		size_t len;
+		int ok;
+	} cases[] = {
+		{ "plain", 5, 1 },
+		{ "caf\xc3\xa9", 5, 1 },                 /* U+00E9 */
+		{ "\xe2\x82\xac", 3, 1 },                /* U+20AC */
+		{ "\xf0\x9f\x98\x80", 4, 1 },            /* U+1F600 */
+		{ "\xf4\x8f\xbf\xbf", 4, 1 },            /* U+10FFFF */
+		{ "\xc3", 1, 0 },                        /* truncated */
+		{ "\xe2\x82", 2, 0 },                    /* truncated */
+		{ "\xc0\xaf", 2, 0 },                    /* overlong '/' */
+		{ "\xe0\x80\xaf", 3, 0 },                /* overlong */
+		{ "\xf0\x80\x80\xaf", 4, 0 },            /* overlong */
+		{ "\xed\xa0\x80", 3, 0 },                /* surrogate U+D800 */
+		{ "\xf4\x90\x80\x80", 4, 0 },            /* U+110000 */
+		{ "\x80", 1, 0 },                        /* stray continuation */
+		{ "\xff", 1, 0 },
+		{ "a\xc3(b", 4, 0 },                     /* bad continuation */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = otel_thread_ctx_set_attr(ctx, 4, cases[i].bytes, cases[i].len);
+
+		ck_assert_msg(rc == (cases[i].ok ? OTEL_THREAD_CTX_OK : OTEL_THREAD_CTX_EUTF8),
+			      "case %zu returned %d", i, rc);
+	}
+	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+	const struct test_case cases[] = {
+		{ "layout", layout_matches_otep_4947 },
+		{ "fresh", fresh_context_is_valid_and_empty },
+		{ "alignment", storage_is_8_aligned },
+		{ "ids", ids_and_flags_are_copied_exactly },
+		{ "attr-encoding", attribute_entries_are_key_len_bytes },
+		{ "attr-replace", replacing_a_key_keeps_one_entry_in_place },
+		{ "attr-remove-clear", remove_and_clear },
+		{ "attr-budget", attributes_fill_exactly_612_bytes },
+		{ "utf8", utf8_values },
+	};
+
+	return MAKE_SUITE("record", cases, 0);
+}
