@@ -162,6 +162,12 @@ enum otel_thread_ctx_error {
 	/* The thread-exit cleanup could not be set up (no pthread key was
 	 * available), so attaching would leak at thread exit. */
 	OTEL_THREAD_CTX_ETHREAD = -10,
+	/* Readers: the thread publishes no context (the slot is NULL). */
+	OTEL_THREAD_CTX_ENOCTX = -11,
+	/* Readers: the record's valid byte is not 1; ignore the record. */
+	OTEL_THREAD_CTX_EINVALID = -12,
+	/* Readers: fewer bytes than a record header (28). */
+	OTEL_THREAD_CTX_ETRUNCATED = -13,
 };
 
 /* A static, English description of an error code; never NULL. */
@@ -261,6 +267,68 @@ int otel_thread_ctx_invalidate(otel_thread_ctx *ctx);
 /* The context attached to the calling thread, or NULL.  Borrowed: the thread
  * still owns it. */
 otel_thread_ctx *otel_thread_ctx_current(void);
+
+/*
+ * Readers
+ * -------
+ * What a profiler does to read a context.  otel_thread_ctx_read() is for a
+ * sampler that runs on the thread itself, in a signal handler; the other
+ * functions work on any copy of a record, such as bytes read from another
+ * process.  All are async-signal-safe, take no locks and do not allocate.
+ * The rules are the format's: a record whose valid byte is not 1 is
+ * ignored; no more than OTEL_THREAD_CTX_RECORD_SIZE bytes are read;
+ * attribute decoding stops at an entry that does not fit in attrs_data_size
+ * (or in the 612 bytes); when a key repeats, the last entry wins.  Values are
+ * returned as the bytes the writer stored, not re-validated as UTF-8.
+ */
+
+/*
+ * Copies the record the calling thread publishes into *out: the 28-byte
+ * header, then attrs_data_size bytes of attributes (at most 612; a larger
+ * attrs_data_size is clamped to 612 in *out).  Only those bytes are read,
+ * and only those are written: the rest of out->attrs_data is left as it was.
+ * Errors: ENULL; ENOCTX when nothing is published; EINVALID when the record
+ * is marked invalid (*out then holds the header only).
+ */
+int otel_thread_ctx_read(struct otel_thread_ctx_record *out);
+
+/*
+ * Checks and copies `len` bytes of a record obtained elsewhere into *out, by
+ * the same rules: attrs_data_size is clamped to what `len` and the 612 bytes
+ * allow, and the rest of out->attrs_data is left as it was.
+ * Errors: ENULL; ETRUNCATED when len < 28; EINVALID when valid != 1.
+ */
+int otel_thread_ctx_record_decode(const void *bytes, size_t len,
+				  struct otel_thread_ctx_record *out);
+
+/* One attribute of a record: `len` bytes at `value`, inside the record. */
+struct otel_thread_ctx_attr {
+	unsigned int key;
+	unsigned int len;
+	const uint8_t *value;
+};
+
+/* Walks the attributes of a record.  Lives wherever the caller wants (a
+ * signal handler's stack); fields are private. */
+struct otel_thread_ctx_attr_iter {
+	const struct otel_thread_ctx_record *rec;
+	size_t pos;
+};
+
+/* Starts a walk over rec's attributes; rec must outlive the walk. */
+void otel_thread_ctx_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
+				    const struct otel_thread_ctx_record *rec);
+/*
+ * Stores the next effective attribute in *out and returns 1, or returns 0
+ * when there are no more.  Entries overridden by a later entry with the same
+ * key are skipped, so each key comes out once, with its last value, in the
+ * order of those last entries.  A truncated entry ends the walk.
+ */
+int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
+				   struct otel_thread_ctx_attr *out);
+/* The effective value of `key` in rec: returns 1 and fills *out, or 0. */
+int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec, unsigned int key,
+				struct otel_thread_ctx_attr *out);
 
 #ifdef __cplusplus
 }

@@ -257,6 +257,12 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "out of memory";
 	case OTEL_THREAD_CTX_ETHREAD:
 		return "thread-exit cleanup is unavailable (no pthread key)";
+	case OTEL_THREAD_CTX_ENOCTX:
+		return "the thread publishes no context";
+	case OTEL_THREAD_CTX_EINVALID:
+		return "the record is marked invalid";
+	case OTEL_THREAD_CTX_ETRUNCATED:
+		return "fewer bytes than a record header";
 	}
 	return "unknown otel-thread-ctx error";
 }

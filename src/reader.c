@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reader side: copying, checking and decoding records, by the rules of
+ * the format.  Everything here is async-signal-safe. */
+#include <string.h>
+
+#include "internal.h"
+#include "tls.h"
+
+#define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
+
+/* Copies a header and what attrs_data_size says follows it, no more than
+ * `avail` bytes of attributes and never more than the record holds. */
+static int copy_record(const struct otel_thread_ctx_record *src, size_t avail,
+		       struct otel_thread_ctx_record *out)
+{
+	size_t size;
+
+	memcpy(out, src, HEADER_SIZE);
+	if (out->valid != 1)
+		return OTEL_THREAD_CTX_EINVALID;
+	size = out->attrs_data_size;
+	if (size > avail)
+		size = avail;
+	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
+		size = OTEL_THREAD_CTX_ATTRS_MAX;
+	memcpy(out->attrs_data, src->attrs_data, size);
+	out->attrs_data_size = (uint16_t)size;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_read(struct otel_thread_ctx_record *out)
+{
+	const struct otel_thread_ctx_record *rec;
+
+	if (out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	rec = __atomic_load_n(&otel__thread_self()->slot, __ATOMIC_RELAXED);
+	if (rec == NULL)
+		return OTEL_THREAD_CTX_ENOCTX;
+	return copy_record(rec, OTEL_THREAD_CTX_ATTRS_MAX, out);
+}
+
+OTEL_EXPORT int otel_thread_ctx_record_decode(const void *bytes, size_t len,
+					      struct otel_thread_ctx_record *out)
+{
+	if (bytes == NULL || out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (len < HEADER_SIZE)
+		return OTEL_THREAD_CTX_ETRUNCATED;
+	return copy_record(bytes, len - HEADER_SIZE, out);
+}
+
+/* The entry at *pos, if it is complete; advances *pos past it. */
+static int entry_at(const struct otel_thread_ctx_record *rec, size_t *pos,
+		    struct otel_thread_ctx_attr *out)
+{
+	size_t size = rec->attrs_data_size, at = *pos;
+
+	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
+		size = OTEL_THREAD_CTX_ATTRS_MAX;
+	if (at + 2 > size || at + 2 + rec->attrs_data[at + 1] > size)
+		return 0;
+	out->key = rec->attrs_data[at];
+	out->len = rec->attrs_data[at + 1];
+	out->value = rec->attrs_data + at + 2;
+	*pos = at + 2 + out->len;
+	return 1;
+}
+
+OTEL_EXPORT void otel_thread_ctx_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
+						const struct otel_thread_ctx_record *rec)
+{
+	if (it == NULL)
+		return;
+	it->rec = rec;
+	it->pos = 0;
+}
+
+OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
+					       struct otel_thread_ctx_attr *out)
+{
+	struct otel_thread_ctx_attr a, later;
+
+	if (it == NULL || it->rec == NULL || out == NULL)
+		return 0;
+	while (entry_at(it->rec, &it->pos, &a)) {
+		size_t pos = it->pos;
+		int overridden = 0;
+
+		while (!overridden && entry_at(it->rec, &pos, &later))
+			overridden = later.key == a.key;
+		if (!overridden) {
+			*out = a;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+OTEL_EXPORT int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec,
+					    unsigned int key, struct otel_thread_ctx_attr *out)
+{
+	struct otel_thread_ctx_attr a;
+	size_t pos = 0;
+	int found = 0;
+
+	if (rec == NULL || out == NULL)
+		return 0;
+	while (entry_at(rec, &pos, &a)) {
+		if (a.key == key) {
+			*out = a;
+			found = 1;
+		}
+	}
+	return found;
+}

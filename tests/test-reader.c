@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reader side: copying the calling thread's record, checking records
+ * from elsewhere, and decoding attributes by the format's rules. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common.h"
+
+static const uint8_t trace_a[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
+				     0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
+static const uint8_t span_a[8] = { 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7 };
+
+/* A raw record with the given attribute bytes. */
+static void raw_record(struct otel_thread_ctx_record *r, const void *attrs, size_t n,
+		       uint16_t size)
+{
+	memset(r, 0, sizeof(*r));
+	memcpy(r->trace_id, trace_a, 16);
+	memcpy(r->span_id, span_a, 8);
+	r->valid = 1;
+	r->trace_flags = 1;
+	memcpy(r->attrs_data, attrs, n);
+	r->attrs_data_size = size;
+}
+
+/* "key=value;" for every effective attribute, in iteration order. */
+static void effective(const struct otel_thread_ctx_record *r, char *out, size_t cap)
+{
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+	size_t used = 0;
+
+	out[0] = '\0';
+	otel_thread_ctx_attr_iter_init(&it, r);
+	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+		int n = snprintf(out + used, cap - used, "%u=%.*s;", a.key, (int)a.len,
+				 (const char *)a.value);
+
+		ck_assert_int_gt(n, 0);
+		used += (size_t)n;
+		ck_assert_uint_lt(used, cap);
+	}
+}
+
+START_TEST(read_copies_what_the_thread_publishes)
+{
+	otel_thread_ctx *ctx = new_ctx(), *prev;
+	struct otel_thread_ctx_record out;
+
+	ck_assert_otel(otel_thread_ctx_read(NULL), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
+	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "GET /users", 10));
+	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+
+	memset(&out, 0xee, sizeof(out));
+	ck_assert_ok(otel_thread_ctx_read(&out));
+	ck_assert_mem_eq(&out, otel_thread_ctx_v1, 28 + 12);
+	/* Nothing past attrs_data_size is written. */
+	ck_assert_uint_eq(out.attrs_data[12], 0xee);
+
+	ck_assert_ok(otel_thread_ctx_invalidate(ctx));
+	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_EINVALID);
+	ck_assert_uint_eq(out.valid, 0);
+	ck_assert_ok(otel_thread_ctx_detach(&prev));
+	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
+	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+}
+END_TEST
+
+START_TEST(decode_checks_and_clamps)
+{
+	struct otel_thread_ctx_record raw, out;
+
+	raw_record(&raw, "\x01\x02" "ab", 4, 4);
+	ck_assert_otel(otel_thread_ctx_record_decode(NULL, 640, &out), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_record_decode(&raw, 640, NULL), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_record_decode(&raw, 27, &out), OTEL_THREAD_CTX_ETRUNCATED);
+	ck_assert_ok(otel_thread_ctx_record_decode(&raw, 640, &out));
+	ck_assert_mem_eq(&out, &raw, 28 + 4);
+
+	/* Fewer bytes than attrs_data_size claims: clamped to what is there. */
+	ck_assert_ok(otel_thread_ctx_record_decode(&raw, 28 + 3, &out));
+	ck_assert_uint_eq(out.attrs_data_size, 3);
+
+	/* A size past the record: clamped to 612, never read beyond 640. */
+	raw.attrs_data_size = 0xffff;
+	ck_assert_ok(otel_thread_ctx_record_decode(&raw, sizeof(raw), &out));
+	ck_assert_uint_eq(out.attrs_data_size, 612);
+
+	for (unsigned v = 0; v < 256; v++) {
+		raw.valid = (uint8_t)v;
+		ck_assert_otel(otel_thread_ctx_record_decode(&raw, sizeof(raw), &out),
+			       v == 1 ? OTEL_THREAD_CTX_OK : OTEL_THREAD_CTX_EINVALID);
+	}
+}
+END_TEST
+
+START_TEST(last_duplicate_wins)
+{
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr a;
+	char got[256];
+	static const char attrs[] = "\x01\x01" "a" "\x02\x01" "b" "\x01\x02" "aa" "\x03\x00"
+				    "\x02\x01" "B";
+
+	raw_record(&r, attrs, sizeof(attrs) - 1, sizeof(attrs) - 1);
+	effective(&r, got, sizeof(got));
+	ck_assert_str_eq(got, "1=aa;3=;2=B;");
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, &a), 1);
+	ck_assert_uint_eq(a.len, 2);
+	ck_assert_mem_eq(a.value, "aa", 2);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 3, &a), 1);
+	ck_assert_uint_eq(a.len, 0);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 4, &a), 0);
+}
+END_TEST
+
+START_TEST(truncated_entry_stops_decoding)
+{
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr a;
+	char got[1024];
+	/* the third entry claims 9 bytes; only 3 are inside attrs_data_size */
+	static const char attrs[] = "\x01\x01" "a" "\x02\x01" "b" "\x01\x09" "xyz";
+
+	raw_record(&r, attrs, sizeof(attrs) - 1, sizeof(attrs) - 1);
+	effective(&r, got, sizeof(got));
+	ck_assert_str_eq(got, "1=a;2=b;"); /* the truncated entry does not override */
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, &a), 1);
+	ck_assert_mem_eq(a.value, "a", 1);
+
+	/* A lone key byte at the end. */
+	raw_record(&r, "\x05\x01" "z" "\x07", 4, 4);
+	effective(&r, got, sizeof(got));
+	ck_assert_str_eq(got, "5=z;");
+
+	/* attrs_data_size beyond 612: entries past 612 are not seen. */
+	memset(&r, 0, sizeof(r));
+	memset(r.attrs_data, 'x', sizeof(r.attrs_data));
+	r.valid = 1;
+	r.attrs_data[0] = 9;
+	r.attrs_data[1] = 200; /* ends at 202 */
+	r.attrs_data[202] = 8;
+	r.attrs_data[203] = 255; /* ends at 459 */
+	r.attrs_data[459] = 7;
+	r.attrs_data[460] = 255; /* would end at 716: past 612 */
+	r.attrs_data_size = 0xffff;
+	effective(&r, got, sizeof(got));
+	ck_assert_uint_eq(strlen(got), 2 + 200 + 1 + 2 + 255 + 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 7, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 8, &a), 1);
+	ck_assert_uint_eq(a.len, 255);
+
+	/* Empty. */
+	raw_record(&r, "", 0, 0);
+	effective(&r, got, sizeof(got));
+	ck_assert_str_eq(got, "");
+}
+END_TEST
+
+START_TEST(iterators_refuse_null)
+{
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+	struct otel_thread_ctx_record r;
+
+	raw_record(&r, "\x01\x01" "a", 3, 3);
+	otel_thread_ctx_attr_iter_init(NULL, &r); /* no crash */
+	otel_thread_ctx_attr_iter_init(&it, NULL);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 0);
+	otel_thread_ctx_attr_iter_init(&it, &r);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(NULL, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, NULL), 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(NULL, 1, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, NULL), 0);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+	const struct test_case cases[] = {
+		{ "read", read_copies_what_the_thread_publishes },
+		{ "decode", decode_checks_and_clamps },
+		{ "last-duplicate-wins", last_duplicate_wins },
+		{ "truncated-entry", truncated_entry_stops_decoding },
+		{ "null", iterators_refuse_null },
+	};
+
+	return MAKE_SUITE("reader", cases, 0);
+}
