@@ -2,11 +2,10 @@
 /* Every API path and every error.  A call that fails must change nothing:
  * not the slot, not the published bytes, not the draft (a failed edit on a
  * clean context leaves it attachable without EPENDING). */
-#include <pthread.h>
-#include <semaphore.h>
 #include <stdint.h>
 
 #include "common.h"
+#include "holder.h"
 
 static const uint8_t trace_a[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
 				     0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
@@ -313,40 +312,14 @@ START_TEST(invalidate_and_revalidate)
 }
 END_TEST
 
-/* Another thread holds a context attached until told to let go. */
-struct holder {
-	otel_thread_ctx *ctx;
-	sem_t attached, release;
-	int rc;
-};
-
-static void *hold(void *arg)
-{
-	struct holder *h = arg;
-	otel_thread_ctx *prev;
-
-	h->rc = otel_thread_ctx_update_attach(h->ctx, &prev);
-	sem_post(&h->attached);
-	sem_wait(&h->release);
-	if (h->rc == OTEL_THREAD_CTX_OK)
-		h->rc = otel_thread_ctx_detach(&prev);
-	return NULL;
-}
-
 START_TEST(a_context_attached_elsewhere_is_busy)
 {
 	struct holder h;
-	pthread_t t;
-	otel_thread_ctx *mine = attached_ctx(), *prev;
+	otel_thread_ctx *mine = attached_ctx(), *prev, *theirs = new_ctx();
 	struct published before;
 
-	h.ctx = new_ctx();
-	ck_assert_ok(otel_thread_ctx_set_ids(h.ctx, trace_a, span_b, 1));
-	sem_init(&h.attached, 0, 0);
-	sem_init(&h.release, 0, 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, hold, &h), 0);
-	sem_wait(&h.attached);
-	ck_assert_ok(h.rc);
+	ck_assert_ok(otel_thread_ctx_set_ids(theirs, trace_a, span_b, 1));
+	holder_start(&h, theirs);
 
 	before = read_published();
 	ck_assert_otel(otel_thread_ctx_attach(h.ctx, &prev), OTEL_THREAD_CTX_EBUSY);
@@ -356,17 +329,13 @@ START_TEST(a_context_attached_elsewhere_is_busy)
 	ck_assert_otel(otel_thread_ctx_destroy(h.ctx), OTEL_THREAD_CTX_EBUSY);
 	assert_unchanged(mine, &before);
 
-	sem_post(&h.release);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	ck_assert_ok(h.rc);
+	holder_finish(&h);
 	/* Handed back by the detach: now it is ours to attach or destroy. */
 	ck_assert_ok(otel_thread_ctx_attach(h.ctx, &prev));
 	ck_assert_ptr_eq(prev, mine);
 	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_b, 8);
 	ck_assert_ok(otel_thread_ctx_destroy(mine));
 	detach_destroy(h.ctx);
-	sem_destroy(&h.attached);
-	sem_destroy(&h.release);
 }
 END_TEST
 

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fork(): the forking thread keeps its context in the child; contexts of the
  * parent's other threads are detached there. */
-#include <pthread.h>
-#include <semaphore.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "holder.h"
 
 static const uint8_t trace_a[16] = { 0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const uint8_t span_a[8] = { 0xbb, 1, 2, 3, 4, 5, 6, 7 };
@@ -98,25 +97,6 @@ START_TEST(forking_thread_keeps_its_context)
 }
 END_TEST
 
-struct holder {
-	otel_thread_ctx *ctx;
-	sem_t attached, release;
-	int rc;
-};
-
-static void *hold(void *arg)
-{
-	struct holder *h = arg;
-	otel_thread_ctx *prev;
-
-	h->rc = otel_thread_ctx_update_attach(h->ctx, &prev);
-	sem_post(&h->attached);
-	sem_wait(&h->release);
-	if (h->rc == 0)
-		h->rc = otel_thread_ctx_detach(&prev);
-	return NULL;
-}
-
 static int child_adopts_orphan(void *arg)
 {
 	struct holder *h = arg;
@@ -146,27 +126,18 @@ static int child_destroys_orphan(void *arg)
 START_TEST(other_threads_contexts_are_detached_in_the_child)
 {
 	struct holder h;
-	pthread_t t;
+	otel_thread_ctx *theirs = new_ctx();
 
-	h.ctx = new_ctx();
-	ck_assert_ok(otel_thread_ctx_set_ids(h.ctx, trace_a, span_b, 0));
-	sem_init(&h.attached, 0, 0);
-	sem_init(&h.release, 0, 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, hold, &h), 0);
-	sem_wait(&h.attached);
-	ck_assert_ok(h.rc);
+	ck_assert_ok(otel_thread_ctx_set_ids(theirs, trace_a, span_b, 0));
+	holder_start(&h, theirs);
 
 	ck_assert_int_eq(in_child(child_adopts_orphan, &h), 0);
 	ck_assert_int_eq(in_child(child_destroys_orphan, &h), 0);
 	/* In the parent the thread still has it. */
 	ck_assert_otel(otel_thread_ctx_destroy(h.ctx), OTEL_THREAD_CTX_EBUSY);
 
-	sem_post(&h.release);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	ck_assert_ok(h.rc);
+	holder_finish(&h);
 	ck_assert_ok(otel_thread_ctx_destroy(h.ctx));
-	sem_destroy(&h.attached);
-	sem_destroy(&h.release);
 }
 END_TEST
 
