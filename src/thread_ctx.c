@@ -257,6 +257,8 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "out of memory";
 	case OTEL_THREAD_CTX_ETHREAD:
 		return "thread-exit cleanup is unavailable (no pthread key)";
+	case OTEL_THREAD_CTX_ESLOT:
+		return "a profiler would not find the slot this library writes (see the self-check's reason)";
 	}
 	return "unknown otel-thread-ctx error";
 }
