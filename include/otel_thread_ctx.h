@@ -308,7 +308,8 @@ struct otel_thread_ctx_self_check {
 	const void *exported;
 	/* The loader's name (path) of the module whose TLS block holds `slot`,
 	 * "" for the main program, NULL if none was found; and of the module
-	 * `exported` belongs to.  Valid while that module stays loaded. */
+	 * `exported` belongs to (with UNKNOWN: the exporting module whose block
+	 * could not be located).  Valid while that module stays loaded. */
 	const char *module;
 	const char *exported_module;
 	/* Loaded modules whose .dynsym defines a TLS otel_thread_ctx_v1. */
