@@ -47,7 +47,9 @@
  * A signal handler that interrupts one of these calls on the same thread may
  * read the slot at any time, but must not itself change that thread's
  * attachment or edit the context being changed.  Only otel_thread_ctx_create()
- * allocates; only otel_thread_ctx_destroy() and thread exit free.
+ * allocates; only otel_thread_ctx_destroy() and thread exit free.  (The
+ * start-up diagnostic otel_thread_ctx_self_check() is the exception to all of
+ * this paragraph: see there.)
  *
  * fork()
  * ------
@@ -168,6 +170,9 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_EINVALID = -12,
 	/* Readers: fewer bytes than a record header (28). */
 	OTEL_THREAD_CTX_ETRUNCATED = -13,
+	/* otel_thread_ctx_self_check(): a profiler would not find the slot
+	 * this library writes (the result says why). */
+	OTEL_THREAD_CTX_ESLOT = -14,
 };
 
 /* A static, English description of an error code; never NULL. */
@@ -329,6 +334,74 @@ int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
 /* The effective value of `key` in rec: returns 1 and fills *out, or 0. */
 int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec, unsigned int key,
 				struct otel_thread_ctx_attr *out);
+
+/*
+ * Self-check: is the slot this library writes the one a profiler will find?
+ *
+ * A profiler looks otel_thread_ctx_v1 up in the .dynsym of the loaded
+ * module that defines it and reads that module's TLS block of the thread.
+ * The library writes wherever its own TLS descriptor access resolves.  The
+ * two differ when the library is linked into an executable that does not
+ * export the slot (linked without -Wl,--export-dynamic-symbol=otel_thread_ctx_v1,
+ * which `pkg-config --static` adds, or a fully static non-PIE executable,
+ * which has no .dynsym), or when two copies of the library are loaded and
+ * the exported one is not the one the tracer uses.  In every such case the
+ * tracer publishes contexts nobody sees; this tells it at start-up, with a
+ * sentence it can log.
+ */
+enum otel_thread_ctx_self_check_status {
+	/* A loaded module exports the slot, and in the calling thread it
+	 * resolves to the address this library writes. */
+	OTEL_THREAD_CTX_SELF_CHECK_OK = 0,
+	/* No loaded module exports otel_thread_ctx_v1 in its .dynsym. */
+	OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED = 1,
+	/* Modules export it, but none resolves to the address this library
+	 * writes (two copies of the library). */
+	OTEL_THREAD_CTX_SELF_CHECK_MISMATCH = 2,
+	/* A module exports it, but the calling thread has not allocated that
+	 * module's TLS block, so the addresses cannot be compared. */
+	OTEL_THREAD_CTX_SELF_CHECK_UNKNOWN = 3,
+};
+
+struct otel_thread_ctx_self_check {
+	/* enum otel_thread_ctx_self_check_status */
+	int status;
+	/* &otel_thread_ctx_v1 as this library's TLSDESC access computes it in
+	 * the calling thread: where attach, update and detach store. */
+	const void *slot;
+	/* What the exported otel_thread_ctx_v1 resolves to in the calling
+	 * thread: the module's TLS block plus the symbol's value.  With
+	 * status OK it equals `slot`; with MISMATCH it is the first exporting
+	 * module's; NULL when nothing is exported. */
+	const void *exported;
+	/* The loader's name (path) of the module whose TLS block holds `slot`,
+	 * "" for the main program, NULL if none was found; and of the module
+	 * `exported` belongs to (with UNKNOWN: the exporting module whose block
+	 * could not be located).  Valid while that module stays loaded. */
+	const char *module;
+	const char *exported_module;
+	/* Loaded modules whose .dynsym defines a TLS otel_thread_ctx_v1. */
+	unsigned int exporting_modules;
+	/* One English sentence: what was found, and what to do when it is not
+	 * OK.  Always NUL-terminated. */
+	char reason[384];
+};
+
+/*
+ * Fills *result for the calling thread.  Returns OTEL_THREAD_CTX_OK when the
+ * status is OK, OTEL_THREAD_CTX_ESLOT otherwise, ENULL when result is NULL.
+ *
+ * Meant for start-up (and for tests), and unlike the rest of the API not
+ * async-signal-safe: it walks the loaded modules with dl_iterate_phdr(),
+ * which takes the dynamic loader's lock; for an exporting module whose TLS
+ * block the calling thread has not touched yet (one loaded by dlopen()), it
+ * asks the loader for that block (__tls_get_addr), which allocates it as the
+ * thread's first access would; and for a static executable without a
+ * dynamic section it reads /proc/self/exe.  Do not call it while another
+ * thread may dlclose() a module that defines otel_thread_ctx_v1.  It never
+ * changes the slot or any context.
+ */
+int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *result);
 
 #ifdef __cplusplus
 }

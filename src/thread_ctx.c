@@ -263,6 +263,8 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "the record is marked invalid";
 	case OTEL_THREAD_CTX_ETRUNCATED:
 		return "fewer bytes than a record header";
+	case OTEL_THREAD_CTX_ESLOT:
+		return "a profiler would not find the slot this library writes (see the self-check's reason)";
 	}
 	return "unknown otel-thread-ctx error";
 }
