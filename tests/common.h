@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "otel_thread_ctx.h"
+#include "testenv.h"
 
 Suite *test_suite(void);
 
@@ -21,20 +22,6 @@ Suite *test_suite(void);
 	} while (0)
 
 #define ck_assert_ok(call) ck_assert_otel(call, OTEL_THREAD_CTX_OK)
-
-/* A count from the environment (to shrink loops under valgrind or qemu),
- * else `fallback`. */
-static inline unsigned long env_count(const char *name, unsigned long fallback)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long v;
-
-	if (s == NULL || *s == '\0')
-		return fallback;
-	v = strtoul(s, &end, 10);
-	return *end == '\0' && v > 0 ? v : fallback;
-}
 
 /* What a reader would copy right now: the slot and the bytes it leads to. */
 struct published {

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The signal-storm workload, shared by the Check suite (test-signal-storm.c)
+ * and by the programs that run without Check (musl, the loading paths): the
+ * self-describing record of a sequence number, its writer through the API,
+ * the reader's check, and the writer thread that publishes records by every
+ * path the API has.
+ *
+ * Record n is built byte by byte here, independently of the library, so a
+ * reader that copies whatever otel_thread_ctx_v1 points to can tell a
+ * complete record of one sequence number from anything else.
+ *
+ * The API calls go through STORM_CALL(name), which is the function itself
+ * unless the includer defines it (a program that dlopen()s the library calls
+ * through pointers).
+ */
+#ifndef OTEL_TESTS_STORM_H
+#define OTEL_TESTS_STORM_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "otel_thread_ctx.h"
+
+#ifndef STORM_CALL
+#define STORM_CALL(name) name
+#endif
+
+#define STORM_KEY_SEQ 1
+#define STORM_KEY_PAD 2
+#define STORM_KEY_EXTRA 9
+
+static inline uint64_t storm_span_of(uint64_t n)
+{
+	return (n * 0x9e3779b97f4a7c15u) | 1;
+}
+
+/* The record for sequence number n: trace id n and ~n, a span id derived
+ * from n, flags n & 1, then attributes "n" (decimal), a pad of n % 97
+ * letters, and "third" when 3 divides n. */
+static inline void storm_expected(uint64_t n, struct otel_thread_ctx_record *r)
+{
+	uint64_t inv = ~n, span = storm_span_of(n);
+	char seq[24];
+	int len = snprintf(seq, sizeof(seq), "%llu", (unsigned long long)n);
+	size_t at = 0, pad = n % 97;
+
+	memset(r, 0, sizeof(*r));
+	memcpy(r->trace_id, &n, 8);
+	memcpy(r->trace_id + 8, &inv, 8);
+	memcpy(r->span_id, &span, 8);
+	r->valid = 1;
+	r->trace_flags = n & 1;
+	r->attrs_data[at++] = STORM_KEY_SEQ;
+	r->attrs_data[at++] = (uint8_t)len;
+	memcpy(r->attrs_data + at, seq, (size_t)len);
+	at += (size_t)len;
+	r->attrs_data[at++] = STORM_KEY_PAD;
+	r->attrs_data[at++] = (uint8_t)pad;
+	for (size_t i = 0; i < pad; i++)
+		r->attrs_data[at++] = (uint8_t)('a' + (n + i) % 26);
+	if (n % 3 == 0) {
+		r->attrs_data[at++] = STORM_KEY_EXTRA;
+		r->attrs_data[at++] = 5;
+		memcpy(r->attrs_data + at, "third", 5);
+		at += 5;
+	}
+	r->attrs_data_size = (uint16_t)at;
+}
+
+/* The same record, through the API, as the draft of ctx (whatever the draft
+ * held before).  Returns the first error. */
+static inline int storm_write_draft(otel_thread_ctx *ctx, uint64_t n)
+{
+	struct otel_thread_ctx_record r;
+	int rc;
+
+	storm_expected(n, &r);
+	rc = STORM_CALL(otel_thread_ctx_set_ids)(ctx, r.trace_id, r.span_id, r.trace_flags);
+	if (rc == 0)
+		rc = STORM_CALL(otel_thread_ctx_set_attr)(ctx, STORM_KEY_SEQ, r.attrs_data + 2,
+							   r.attrs_data[1]);
+	if (rc == 0) {
+		size_t at = 2u + r.attrs_data[1];
+
+		rc = STORM_CALL(otel_thread_ctx_set_attr)(ctx, STORM_KEY_PAD, r.attrs_data + at + 2,
+							   r.attrs_data[at + 1]);
+	}
+	if (rc == 0)
+		rc = n % 3 == 0 ? STORM_CALL(otel_thread_ctx_set_attr)(ctx, STORM_KEY_EXTRA,
+								       "third", 5)
+				: STORM_CALL(otel_thread_ctx_remove_attr)(ctx, STORM_KEY_EXTRA);
+	return rc;
+}
+
+enum storm_read {
+	STORM_READ_NULL,    /* no record published */
+	STORM_READ_INVALID, /* a record with valid != 1 */
+	STORM_READ_OK,      /* the complete record of one sequence number */
+	STORM_READ_TORN,    /* anything else */
+};
+
+/*
+ * What a reader makes of `r`, the value it loaded from otel_thread_ctx_v1:
+ * it copies the header, checks valid, copies the attributes the header
+ * announces (never more than the record holds), and compares everything
+ * with the record of the sequence number in the trace id, stored in *seq.
+ * Async-signal-safe.
+ */
+static inline enum storm_read storm_classify(const struct otel_thread_ctx_record *r,
+					     uint64_t *seq)
+{
+	struct otel_thread_ctx_record copy, want;
+	uint64_t n;
+
+	if (r == NULL)
+		return STORM_READ_NULL;
+	memcpy(&copy, r, offsetof(struct otel_thread_ctx_record, attrs_data));
+	if (copy.valid != 1)
+		return STORM_READ_INVALID;
+	if (copy.attrs_data_size > OTEL_THREAD_CTX_ATTRS_MAX)
+		return STORM_READ_TORN;
+	memcpy(copy.attrs_data, r->attrs_data, copy.attrs_data_size);
+	memcpy(&n, copy.trace_id, 8);
+	*seq = n;
+	storm_expected(n, &want);
+	if (memcmp(&copy, &want, offsetof(struct otel_thread_ctx_record, attrs_data)) != 0 ||
+	    memcmp(copy.attrs_data, want.attrs_data, want.attrs_data_size) != 0)
+		return STORM_READ_TORN;
+	return STORM_READ_OK;
+}
+
+/* Reads counted by the signal handler (on the writer thread), polled by
+ * the thread that sends the signals. */
+struct storm_counts {
+	unsigned long null, invalid, ok, torn;
+	uint64_t last_torn_seq;
+};
+
+static inline void storm_count(unsigned long *counter)
+{
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+static inline unsigned long storm_load(const unsigned long *counter)
+{
+	return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+/* The body of the handler: one read of the calling thread's slot. */
+static inline void storm_sample(struct storm_counts *c,
+				const struct otel_thread_ctx_record *r)
+{
+	uint64_t n = 0;
+
+	switch (storm_classify(r, &n)) {
+	case STORM_READ_NULL:
+		storm_count(&c->null);
+		break;
+	case STORM_READ_INVALID:
+		storm_count(&c->invalid);
+		break;
+	case STORM_READ_TORN:
+		storm_count(&c->torn);
+		c->last_torn_seq = n;
+		break;
+	case STORM_READ_OK:
+		storm_count(&c->ok);
+		break;
+	}
+}
+
+static inline unsigned long storm_handled(const struct storm_counts *c)
+{
+	return storm_load(&c->null) + storm_load(&c->invalid) + storm_load(&c->ok) +
+	       storm_load(&c->torn);
+}
+
+struct storm_writer {
+	int stop;         /* set (atomically) by another thread to end the loop */
+	uint64_t records; /* sequence numbers published */
+	int rc;           /* first API error, or 0 */
+};
+
+/*
+ * The writer thread: publishes record n, n + 1, ... until w->stop, by every
+ * path the API has: update of the attached context, update_attach of
+ * another, update then attach, detach then update_attach.  Leaves the
+ * thread detached and both contexts destroyed.
+ */
+static inline void *storm_writer(void *arg)
+{
+	struct storm_writer *w = arg;
+	otel_thread_ctx *cur = NULL, *other = NULL, *prev;
+	uint64_t n = 1;
+	int rc = STORM_CALL(otel_thread_ctx_create)(&cur);
+
+	if (rc == 0)
+		rc = STORM_CALL(otel_thread_ctx_create)(&other);
+	if (rc == 0)
+		rc = storm_write_draft(cur, n);
+	if (rc == 0)
+		rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
+	while (rc == 0 && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+		n++;
+		switch (n % 5) {
+		case 0:
+		case 2: /* a new record for the attached context */
+			rc = storm_write_draft(cur, n);
+			if (rc == 0)
+				rc = STORM_CALL(otel_thread_ctx_update)(cur);
+			break;
+		case 1: /* switch to the other context and its new data at once */
+			rc = storm_write_draft(other, n);
+			if (rc == 0)
+				rc = STORM_CALL(otel_thread_ctx_update_attach)(other, &prev);
+			other = prev, cur = STORM_CALL(otel_thread_ctx_current)();
+			break;
+		case 3: /* commit while detached, then attach */
+			rc = storm_write_draft(other, n);
+			if (rc == 0)
+				rc = STORM_CALL(otel_thread_ctx_update)(other);
+			if (rc == 0)
+				rc = STORM_CALL(otel_thread_ctx_attach)(other, &prev);
+			other = prev, cur = STORM_CALL(otel_thread_ctx_current)();
+			break;
+		case 4: /* unpublish for a moment */
+			rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
+			if (rc == 0)
+				rc = storm_write_draft(cur, n);
+			if (rc == 0)
+				rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
+			break;
+		}
+	}
+	if (rc == 0)
+		rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
+	STORM_CALL(otel_thread_ctx_destroy)(cur);
+	STORM_CALL(otel_thread_ctx_destroy)(other);
+	w->records = n;
+	w->rc = rc;
+	return NULL;
+}
+
+#endif /* OTEL_TESTS_STORM_H */
