@@ -108,7 +108,14 @@ def main(argv):
         shutil.rmtree(work)
     os.makedirs(work)
     failures = 0
+    version = subprocess.run(cc + ["--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True).stdout
     for name, src, flags, verdict, checks, models in cases(arch):
+        if "-mtls-dialect=trad" in flags and "clang" in version:
+            # clang emits TLSDESC for every dynamic access on aarch64 and has
+            # no option for the traditional dialect: the case needs gcc.
+            print(f"skip {name}: clang has no traditional TLS dialect on aarch64")
+            continue
         c = os.path.join(work, name + ".c")
         so = os.path.join(work, f"lib{name}.so")
         with open(c, "w") as f:

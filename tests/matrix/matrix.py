@@ -23,6 +23,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -357,7 +358,8 @@ def print_table(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", required=True, choices=["x86_64", "aarch64"])
-    ap.add_argument("--cc", required=True, nargs="+", help="the C compiler (and its fixed arguments)")
+    ap.add_argument("--cc", required=True,
+                    help="the C compiler and its fixed arguments, as one shell-quoted string")
     ap.add_argument("--ar")
     ap.add_argument("--checker", required=True)
     ap.add_argument("--checker-is-target", action="store_true",
@@ -375,6 +377,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OTEL_TEST_MATRIX_THREADS", "4")))
     a = ap.parse_args()
+    a.cc = shlex.split(a.cc)
     if not a.lib_a and not a.lib_src:
         ap.error("give --lib-a or --lib-src")
     # Meson passes an empty string for a cross compiler it did not find.
