@@ -213,8 +213,12 @@ int otel_process_ctx_query(struct otel_process_ctx_info *info);
  * and repeated fields accumulate); all strings must be valid UTF-8.  It is
  * stricter where the thread-context format is concerned: the key map must be
  * an array of at most 256 strings, none containing a NUL byte, and the
- * schema version a string without NUL.  Values of types ARRAY and KVLIST in
- * resource attributes are not decoded: their encoded bytes are returned.
+ * schema version a string without NUL.  The threadlocal.* entries are read
+ * from ProcessContext.attributes, where OTEP 4947 puts them; when they are
+ * missing there, well-formed entries of the same keys among the resource
+ * attributes (where an early draft put them) are used instead.  Values of
+ * types ARRAY and KVLIST in resource attributes are not decoded: their
+ * encoded bytes are returned.
  */
 
 /* Attempts otel_process_ctx_read() makes when it is given 0. */

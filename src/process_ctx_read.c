@@ -51,6 +51,10 @@ struct decoder {
 	/* The threadlocal.* entries: the last occurrence wins. */
 	bool has_schema, has_key_map;
 	struct span schema, key_map; /* the string / the ArrayValue body */
+	/* The same, found among the resource attributes (an early draft of
+	 * OTEP 4947 put them there): used only when the attributes lack them. */
+	bool res_has_schema, res_has_key_map;
+	struct span res_schema, res_key_map;
 };
 
 static bool no_nul(struct span s)
@@ -224,6 +228,17 @@ static int decode_resource(struct decoder *d, struct span in)
 			continue; /* dropped_attributes_count, entity_refs, ... */
 		if (f.wire != OTEL__PB_LEN || decode_key_value(kv, &key, &v) != OTEL_THREAD_CTX_OK)
 			return OTEL_THREAD_CTX_EDECODE;
+		/* Well-formed threadlocal.* entries here are kept aside, and stay
+		 * resource attributes too; malformed ones are just attributes. */
+		if (span_is(key, OTEL_PROCESS_CTX_SCHEMA_VERSION_KEY) &&
+		    v.type == OTEL_PROCESS_CTX_STRING && no_nul(v.bytes)) {
+			d->res_has_schema = true;
+			d->res_schema = v.bytes;
+		} else if (span_is(key, OTEL_PROCESS_CTX_ATTRIBUTE_KEY_MAP_KEY) &&
+			   v.type == OTEL_PROCESS_CTX_ARRAY && walk_key_map(v.bytes, NULL) >= 0) {
+			d->res_has_key_map = true;
+			d->res_key_map = v.bytes;
+		}
 		add_attr(d, d->fill ? &d->resource[d->resource_count] : NULL, key, &v);
 		d->resource_count++;
 	}
@@ -271,7 +286,17 @@ static int decode_pass(struct decoder *d, struct span payload)
 		if (err)
 			return err;
 	}
-	return more < 0 ? OTEL_THREAD_CTX_EDECODE : OTEL_THREAD_CTX_OK;
+	if (more < 0)
+		return OTEL_THREAD_CTX_EDECODE;
+	if (!d->has_schema && d->res_has_schema) {
+		d->has_schema = true;
+		d->schema = d->res_schema;
+	}
+	if (!d->has_key_map && d->res_has_key_map) {
+		d->has_key_map = true;
+		d->key_map = d->res_key_map;
+	}
+	return OTEL_THREAD_CTX_OK;
 }
 
 static size_t round_up(size_t n)
@@ -328,7 +353,7 @@ OTEL_EXPORT int otel_process_ctx_decode(const void *payload, size_t size,
 	d.attributes = (struct otel_process_ctx_attr *)(void *)(mem + off_attrs);
 	d.strings = (char *)mem + off_strings;
 	d.resource_count = d.attribute_count = d.string_bytes = 0;
-	d.has_schema = d.has_key_map = false;
+	d.has_schema = d.has_key_map = d.res_has_schema = d.res_has_key_map = false;
 	err = decode_pass(&d, all);
 	if (err) {
 		free(mem);

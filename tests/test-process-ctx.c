@@ -632,6 +632,47 @@ START_TEST(decoder_follows_protobuf)
 }
 END_TEST
 
+/* threadlocal.* among the resource attributes: used when the attributes
+ * lack them, and never over them. */
+START_TEST(decoder_falls_back_to_threadlocal_resource_attributes)
+{
+	static const char *const in_resource[] = { "r0", "r1" };
+	static const char *const in_attributes[] = { "a0" };
+	struct otel_process_ctx_snapshot *s;
+	struct pb p = { { 0 }, 0 }, res = { { 0 }, 0 }, kv;
+
+	kv = kv_string("threadlocal.schema_version", "tlsdesc_v1_dev");
+	pb_msg(&res, 1, &kv);
+	kv = kv_key_map(in_resource, 2);
+	pb_msg(&res, 1, &kv);
+	pb_msg(&p, 1, &res);
+	ck_assert_ok(decode(&p, &s));
+	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
+	ck_assert_uint_eq(s->key_count, 2);
+	ck_assert_str_eq(s->keys[1], "r1");
+	ck_assert_uint_eq(s->resource_count, 2); /* still resource attributes */
+	otel_process_ctx_snapshot_free(s);
+
+	kv = kv_key_map(in_attributes, 1);
+	pb_msg(&p, 2, &kv);
+	ck_assert_ok(decode(&p, &s));
+	ck_assert_uint_eq(s->key_count, 1);
+	ck_assert_str_eq(s->keys[0], "a0");
+	otel_process_ctx_snapshot_free(s);
+
+	/* Malformed in the resource: an ordinary attribute, no key map. */
+	memset(&p, 0, sizeof(p));
+	memset(&res, 0, sizeof(res));
+	kv = kv_string("threadlocal.attribute_key_map", "not an array");
+	pb_msg(&res, 1, &kv);
+	pb_msg(&p, 1, &res);
+	ck_assert_ok(decode(&p, &s));
+	ck_assert_int_eq(s->key_map_present, 0);
+	ck_assert_uint_eq(s->resource_count, 1);
+	otel_process_ctx_snapshot_free(s);
+}
+END_TEST
+
 START_TEST(decoder_rejects_malformed_payloads)
 {
 	static const char *const one[] = { "k" };
@@ -844,6 +885,8 @@ Suite *test_suite(void)
 		{ "read_refuses_bad_arguments_and_absent_processes",
 		  read_refuses_bad_arguments_and_absent_processes },
 		{ "decoder_follows_protobuf", decoder_follows_protobuf },
+		{ "decoder_falls_back_to_threadlocal_resource_attributes",
+		  decoder_falls_back_to_threadlocal_resource_attributes },
 		{ "decoder_rejects_malformed_payloads", decoder_rejects_malformed_payloads },
 		{ "decoder_survives_every_truncation_and_bit_flip",
 		  decoder_survives_every_truncation_and_bit_flip },
