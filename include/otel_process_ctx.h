@@ -45,8 +45,10 @@
  *
  * fork(): the child does not inherit the mapping (MADV_DONTFORK); the
  * library republishes the same payload in the child, from a pthread_atfork()
- * handler, in a mapping of its own, so the parent's publication is not
- * touched.  A child that needs other resource attributes (a new
+ * handler (so before fork() returns in the child), in a mapping of its own;
+ * the parent's publication is not touched.  Where MADV_DONTFORK is not
+ * honoured (qemu-user), the handler unmaps the inherited copy of the
+ * parent's mapping, so that readers find the child's only.  A child that needs other resource attributes (a new
  * service.instance.id) calls otel_process_ctx_update().  If the child's
  * mapping cannot be created, the child publishes nothing
  * (otel_process_ctx_query() says so) and may call otel_process_ctx_publish().
@@ -268,20 +270,22 @@ struct otel_process_ctx_snapshot {
  * OTEL_PROCESS_CTX_READ_ATTEMPTS), yielding the CPU between them; finally
  * decode.  Memory is read with process_vm_readv(), also for this process,
  * so an address that is not mapped is an error, never a crash.  When
- * process_vm_readv() is refused for this process (a seccomp filter), the
- * copy is made directly, under this library's lock, and only from the
- * mapping this library published.
+ * process_vm_readv() is refused for this process (EPERM from a seccomp
+ * filter, ENOSYS under qemu-user), the copy is made directly, under this
+ * library's lock, and only from the mapping this library published (EPERM
+ * for any other).
  *
  * The caller needs the right to read the process's memory (ptrace access
  * mode "attach": the same user and, under Yama ptrace_scope 1, a
  * descendant, or CAP_SYS_PTRACE).
  *
- * Errors: ENULL; ESRCH (no such process, or it exited during the read);
- * EPERM; ENOENT (no candidate mapping); EFORMAT (candidates, none with a
- * valid header); EAGAIN (the context changed or was being changed during
- * every attempt); EFAULT (the payload cannot be read although the header
- * stayed the same); EDECODE; ENOMEM; ESYS.  When several candidates fail,
- * the error of the last one is returned.  *out is set only on success.
+ * Errors: ENULL; ESRCH (no such process; one that exits during the read
+ * may also give ENOENT); EPERM; ENOENT (no candidate mapping); EFORMAT
+ * (candidates, none with a valid header); EAGAIN (the context changed or was
+ * being changed during every attempt); EFAULT (the payload cannot be read
+ * although the header stayed the same); EDECODE; ENOMEM; ESYS.  When several
+ * candidates fail, the error of the last one is returned.  *out is set only
+ * on success.
  */
 int otel_process_ctx_read(pid_t pid, unsigned int attempts,
 			  struct otel_process_ctx_snapshot **out);
