@@ -173,6 +173,45 @@ enum otel_thread_ctx_error {
 	/* otel_thread_ctx_self_check(): a profiler would not find the slot
 	 * this library writes (the result says why). */
 	OTEL_THREAD_CTX_ESLOT = -14,
+	/* Attribute key names and the process context (otel_process_ctx.h). */
+	/* Key name empty, longer than OTEL_THREAD_CTX_KEY_NAME_MAX bytes, or
+	 * not valid UTF-8. */
+	OTEL_THREAD_CTX_ENAME = -15,
+	/* All OTEL_THREAD_CTX_KEY_MAX + 1 key indices are taken. */
+	OTEL_THREAD_CTX_EKEYS = -16,
+	/* No attribute key of that name is registered. */
+	OTEL_THREAD_CTX_ENOKEY = -17,
+	/* The process context is published already. */
+	OTEL_THREAD_CTX_EPUBLISHED = -18,
+	/* The process context is not published. */
+	OTEL_THREAD_CTX_ENOTPUBLISHED = -19,
+	/* The process context payload would exceed
+	 * OTEL_PROCESS_CTX_PAYLOAD_MAX bytes. */
+	OTEL_THREAD_CTX_E2BIG = -20,
+	/* A resource attribute is invalid: empty or duplicate key, key not
+	 * valid UTF-8, or a value type that cannot be published. */
+	OTEL_THREAD_CTX_EATTR = -21,
+	/* No mapping readers can find: memfd_create() is unavailable and the
+	 * kernel cannot name an anonymous mapping. */
+	OTEL_THREAD_CTX_EMAP = -22,
+	/* Readers: no such process. */
+	OTEL_THREAD_CTX_ESRCH = -23,
+	/* Readers: not permitted to read the process's maps or memory (the
+	 * ptrace access check), or process_vm_readv() is unavailable. */
+	OTEL_THREAD_CTX_EPERM = -24,
+	/* Readers: the process publishes no process context. */
+	OTEL_THREAD_CTX_ENOENT = -25,
+	/* Readers: an OTEL_CTX mapping with an invalid header (signature,
+	 * version, payload size or pointer). */
+	OTEL_THREAD_CTX_EFORMAT = -26,
+	/* Readers: the process context changed during every attempt. */
+	OTEL_THREAD_CTX_EAGAIN = -27,
+	/* Readers: the payload pointer leads to memory that cannot be read. */
+	OTEL_THREAD_CTX_EFAULT = -28,
+	/* Readers: the payload is not a valid ProcessContext message. */
+	OTEL_THREAD_CTX_EDECODE = -29,
+	/* A system call failed for a reason not listed above; errno says why. */
+	OTEL_THREAD_CTX_ESYS = -30,
 };
 
 /* A static, English description of an error code; never NULL. */
@@ -402,6 +441,51 @@ struct otel_thread_ctx_self_check {
  * changes the slot or any context.
  */
 int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *result);
+
+/*
+ * Attribute keys
+ * --------------
+ * The key index of an attribute (0..255) is a position in the process
+ * context's threadlocal.attribute_key_map, the array of key names that
+ * readers use to name attributes.  The registry below is that array: it
+ * hands out indices in order of registration, never forgets or reorders a
+ * name, and holds at most OTEL_THREAD_CTX_KEY_MAX + 1 names.  Once the
+ * process context is published (otel_process_ctx.h), registering a new key
+ * republishes it, so readers know every index a record can use.
+ *
+ * Registration takes a lock (it is not async-signal-safe; call it at start-up
+ * or when a new attribute first appears).  Lookups take none: find, name and
+ * count are async-signal-safe, and a name, once returned, stays valid and
+ * unchanged for the life of the process.  In a child made by fork() the
+ * registry is the parent's, as it was at the fork.
+ */
+
+/* Longest key name, in bytes. */
+#define OTEL_THREAD_CTX_KEY_NAME_MAX 255u
+
+/*
+ * Registers the key `name` (NUL-terminated UTF-8, 1 to
+ * OTEL_THREAD_CTX_KEY_NAME_MAX bytes) and stores its index in *index.  A name
+ * registered before gets its old index back, and nothing changes.  When the
+ * process context is published, a new key is published with it before this
+ * returns; if that fails, the key is not registered.
+ * Errors: ENULL; ENAME; EKEYS when 256 names are registered; when the
+ * process context is published, E2BIG or ENOMEM (the publication stays as it
+ * was).  Takes a lock; not async-signal-safe.
+ */
+int otel_thread_ctx_key_register(const char *name, unsigned int *index);
+
+/* The index of a registered key name.  Errors: ENULL; ENOKEY.
+ * Async-signal-safe; takes no lock. */
+int otel_thread_ctx_key_find(const char *name, unsigned int *index);
+
+/* The name of key `index`, or NULL if no key has that index.
+ * Async-signal-safe; takes no lock. */
+const char *otel_thread_ctx_key_name(unsigned int index);
+
+/* How many keys are registered (the next index handed out).
+ * Async-signal-safe; takes no lock. */
+unsigned int otel_thread_ctx_key_count(void);
 
 #ifdef __cplusplus
 }

@@ -265,6 +265,38 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "fewer bytes than a record header";
 	case OTEL_THREAD_CTX_ESLOT:
 		return "a profiler would not find the slot this library writes (see the self-check's reason)";
+	case OTEL_THREAD_CTX_ENAME:
+		return "attribute key name is empty, longer than 255 bytes, or not valid UTF-8";
+	case OTEL_THREAD_CTX_EKEYS:
+		return "all 256 attribute key indices are taken";
+	case OTEL_THREAD_CTX_ENOKEY:
+		return "no attribute key of that name is registered";
+	case OTEL_THREAD_CTX_EPUBLISHED:
+		return "the process context is already published";
+	case OTEL_THREAD_CTX_ENOTPUBLISHED:
+		return "the process context is not published";
+	case OTEL_THREAD_CTX_E2BIG:
+		return "the process context payload would exceed 256 KiB";
+	case OTEL_THREAD_CTX_EATTR:
+		return "invalid resource attribute (empty, duplicate or non-UTF-8 key, or unsupported type)";
+	case OTEL_THREAD_CTX_EMAP:
+		return "no discoverable mapping: memfd_create() fails and anonymous mappings cannot be named";
+	case OTEL_THREAD_CTX_ESRCH:
+		return "no such process";
+	case OTEL_THREAD_CTX_EPERM:
+		return "not permitted to read the process (ptrace access check), or process_vm_readv() unavailable";
+	case OTEL_THREAD_CTX_ENOENT:
+		return "the process publishes no process context";
+	case OTEL_THREAD_CTX_EFORMAT:
+		return "the OTEL_CTX mapping has an invalid header";
+	case OTEL_THREAD_CTX_EAGAIN:
+		return "the process context changed during every read attempt";
+	case OTEL_THREAD_CTX_EFAULT:
+		return "the process context payload cannot be read";
+	case OTEL_THREAD_CTX_EDECODE:
+		return "the process context payload is not a valid ProcessContext message";
+	case OTEL_THREAD_CTX_ESYS:
+		return "a system call failed (see errno)";
 	}
 	return "unknown otel-thread-ctx error";
 }

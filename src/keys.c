@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The attribute key registry: the names behind key indices 0..255, which
+ * the process context publishes as threadlocal.attribute_key_map.
+ *
+ * Append-only.  Names live in static storage and never change once
+ * visible, so lookups need no lock: a name is written completely, then the
+ * count that makes it visible is stored with release order; readers load
+ * the count with acquire order and look at indices below it only.  A signal
+ * handler that interrupts a registration sees the old count, hence only
+ * complete names.  Registration is serialised by the process context lock,
+ * which also covers the republication a new key causes.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+
+#include "internal.h"
+#include "process_ctx.h"
+#include "protobuf.h"
+
+#define KEY_SLOTS (OTEL_THREAD_CTX_KEY_MAX + 1)
+
+static char names[KEY_SLOTS][OTEL_THREAD_CTX_KEY_NAME_MAX + 1];
+static uint8_t lengths[KEY_SLOTS];
+static unsigned int count;
+
+static unsigned int visible_count(void)
+{
+	return __atomic_load_n(&count, __ATOMIC_ACQUIRE);
+}
+
+/* Index of `name` (len bytes) among the first n keys, or -1. */
+static int lookup(const char *name, size_t len, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		if (lengths[i] == len && memcmp(names[i], name, len) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+const char *otel__key_at(unsigned int i, size_t *len)
+{
+	*len = lengths[i];
+	return names[i];
+}
+
+OTEL_EXPORT int otel_thread_ctx_key_register(const char *name, unsigned int *index)
+{
+	unsigned int n;
+	size_t len;
+	int at, err;
+
+	if (name == NULL || index == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	len = strnlen(name, OTEL_THREAD_CTX_KEY_NAME_MAX + 1);
+	if (len == 0 || len > OTEL_THREAD_CTX_KEY_NAME_MAX || !otel__utf8_valid(name, len))
+		return OTEL_THREAD_CTX_ENAME;
+
+	otel__pctx_lock();
+	n = count;
+	at = lookup(name, len, n);
+	if (at >= 0) {
+		otel__pctx_unlock();
+		*index = (unsigned int)at;
+		return OTEL_THREAD_CTX_OK;
+	}
+	if (n == KEY_SLOTS) {
+		otel__pctx_unlock();
+		return OTEL_THREAD_CTX_EKEYS;
+	}
+	/* Staged in slot n, invisible until the count says otherwise. */
+	memcpy(names[n], name, len);
+	names[n][len] = '\0';
+	lengths[n] = (uint8_t)len;
+	err = otel__pctx_keys_changed(n + 1);
+	if (err == OTEL_THREAD_CTX_OK)
+		__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);
+	otel__pctx_unlock();
+	if (err == OTEL_THREAD_CTX_OK)
+		*index = n;
+	return err;
+}
+
+OTEL_EXPORT int otel_thread_ctx_key_find(const char *name, unsigned int *index)
+{
+	size_t len;
+	int at;
+
+	if (name == NULL || index == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	len = strnlen(name, OTEL_THREAD_CTX_KEY_NAME_MAX + 1);
+	at = len > OTEL_THREAD_CTX_KEY_NAME_MAX ? -1 : lookup(name, len, visible_count());
+	if (at < 0)
+		return OTEL_THREAD_CTX_ENOKEY;
+	*index = (unsigned int)at;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT const char *otel_thread_ctx_key_name(unsigned int index)
+{
+	return index < visible_count() ? names[index] : NULL;
+}
+
+OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)
+{
+	return visible_count();
+}

@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process context publisher (OTEP 4719, as SPEC §8 of this project
+ * summarises it): the OTEL_CTX mapping, its 32-byte header and the protobuf
+ * ProcessContext payload.
+ *
+ * Where the thread-context data goes: OTEP 4947 ("Thread Context", section
+ * "Process Context: Thread Local Reference Data") stores
+ * threadlocal.schema_version and threadlocal.attribute_key_map as entries of
+ * ProcessContext.attributes (field 2), not as resource attributes; the
+ * caller's resource attributes go in ProcessContext.resource (field 1).
+ *
+ * Memory ordering.  Unlike a thread record, the mapping is read by other
+ * processes while this one runs, so the header changes follow a sequence
+ * lock whose counter is the timestamp: 0 means "being changed", and every
+ * publication stores a value never used before.  Each step is separated by
+ * a full fence (C11 atomic_thread_fence(memory_order_seq_cst)); the fields
+ * are stored with atomic stores.  Payloads are never changed in place: a
+ * change encodes a new payload, switches the header to it, and frees the
+ * payload from two changes ago (see "Payload memory" in otel_process_ctx.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "process_ctx.h"
+#include "protobuf.h"
+
+/* Newer than the headers of some libcs. */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008u
+#endif
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#endif
+#ifndef PR_SET_VMA_ANON_NAME
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+/* Field numbers (opentelemetry/proto/common/v1/common.proto,
+ * resource/v1/resource.proto, and the ProcessContext message). */
+enum {
+	PROCESS_CONTEXT_RESOURCE = 1,
+	PROCESS_CONTEXT_ATTRIBUTES = 2,
+	RESOURCE_ATTRIBUTES = 1,
+	KEY_VALUE_KEY = 1,
+	KEY_VALUE_VALUE = 2,
+	ANY_VALUE_STRING = 1,
+	ANY_VALUE_BOOL = 2,
+	ANY_VALUE_INT = 3,
+	ANY_VALUE_DOUBLE = 4,
+	ANY_VALUE_ARRAY = 5,
+	ARRAY_VALUE_VALUES = 1,
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The publication, guarded by `lock`.  header is NULL when nothing is
+ * published.  The buffers may outlive a publication that a forked child
+ * could not recreate; the next publish frees them.
+ */
+static struct otel_process_ctx_header *header;
+static size_t mapping_size;
+static bool mapping_memfd;
+static pid_t publisher_pid;
+static uint8_t *resource_pb; /* the encoded Resource message */
+static size_t resource_len;
+static uint8_t *payload;     /* what header->payload points to */
+static uint32_t payload_len;
+static uint8_t *payload_prev; /* the payload before it, still readable */
+static uint64_t last_published_at;
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static bool fork_handlers;
+
+void otel__pctx_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void otel__pctx_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* --- Encoding ----------------------------------------------------------- */
+
+static size_t string_length(const struct otel_process_ctx_attr *a)
+{
+	return a->length != 0 ? a->length : strlen(a->string);
+}
+
+/* Size of the AnyValue message body of a validated attribute. */
+static size_t any_value_size(const struct otel_process_ctx_attr *a)
+{
+	switch (a->type) {
+	case OTEL_PROCESS_CTX_STRING:
+		return otel__pb_len_field_size(ANY_VALUE_STRING, string_length(a));
+	case OTEL_PROCESS_CTX_BOOL:
+		return otel__pb_tag_size(ANY_VALUE_BOOL) + 1;
+	case OTEL_PROCESS_CTX_INT:
+		return otel__pb_tag_size(ANY_VALUE_INT) +
+		       otel__pb_varint_size((uint64_t)a->int_value);
+	default: /* DOUBLE */
+		return otel__pb_tag_size(ANY_VALUE_DOUBLE) + 8;
+	}
+}
+
+static void put_any_value(struct otel__pb_writer *w, const struct otel_process_ctx_attr *a)
+{
+	switch (a->type) {
+	case OTEL_PROCESS_CTX_STRING:
+		/* Set in a oneof: written even when empty. */
+		otel__pb_put_len_field(w, ANY_VALUE_STRING, a->string, string_length(a));
+		break;
+	case OTEL_PROCESS_CTX_BOOL:
+		otel__pb_put_varint_field(w, ANY_VALUE_BOOL, a->bool_value != 0);
+		break;
+	case OTEL_PROCESS_CTX_INT:
+		otel__pb_put_varint_field(w, ANY_VALUE_INT, (uint64_t)a->int_value);
+		break;
+	default: {
+		uint64_t bits;
+
+		memcpy(&bits, &a->double_value, sizeof(bits));
+		otel__pb_put_i64_field(w, ANY_VALUE_DOUBLE, bits);
+		break;
+	}
+	}
+}
+
+static size_t key_value_size(size_t key_len, size_t value_size)
+{
+	return otel__pb_len_field_size(KEY_VALUE_KEY, key_len) +
+	       otel__pb_len_field_size(KEY_VALUE_VALUE, value_size);
+}
+
+/* The Resource message: one KeyValue per attribute. */
+static void put_resource(struct otel__pb_writer *w, const struct otel_process_ctx_attr *attrs,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t key_len = strlen(attrs[i].key);
+		size_t value_size = any_value_size(&attrs[i]);
+
+		otel__pb_put_len_header(w, RESOURCE_ATTRIBUTES, key_value_size(key_len, value_size));
+		otel__pb_put_len_field(w, KEY_VALUE_KEY, attrs[i].key, key_len);
+		otel__pb_put_len_header(w, KEY_VALUE_VALUE, value_size);
+		put_any_value(w, &attrs[i]);
+	}
+}
+
+/* The ArrayValue of the first `keys` key names. */
+static size_t key_map_array_size(unsigned int keys)
+{
+	size_t n = 0, len;
+
+	for (unsigned int i = 0; i < keys; i++) {
+		otel__key_at(i, &len);
+		n += otel__pb_len_field_size(ARRAY_VALUE_VALUES,
+					     otel__pb_len_field_size(ANY_VALUE_STRING, len));
+	}
+	return n;
+}
+
+static void put_key_map(struct otel__pb_writer *w, unsigned int keys)
+{
+	size_t array = key_map_array_size(keys);
+	size_t value = otel__pb_len_field_size(ANY_VALUE_ARRAY, array);
+	size_t key_len = sizeof(OTEL_PROCESS_CTX_ATTRIBUTE_KEY_MAP_KEY) - 1;
+
+	otel__pb_put_len_header(w, PROCESS_CONTEXT_ATTRIBUTES, key_value_size(key_len, value));
+	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_PROCESS_CTX_ATTRIBUTE_KEY_MAP_KEY, key_len);
+	otel__pb_put_len_header(w, KEY_VALUE_VALUE, value);
+	otel__pb_put_len_header(w, ANY_VALUE_ARRAY, array);
+	for (unsigned int i = 0; i < keys; i++) {
+		size_t len;
+		const char *name = otel__key_at(i, &len);
+
+		otel__pb_put_len_header(w, ARRAY_VALUE_VALUES,
+					otel__pb_len_field_size(ANY_VALUE_STRING, len));
+		otel__pb_put_len_field(w, ANY_VALUE_STRING, name, len);
+	}
+}
+
+static void put_schema_version(struct otel__pb_writer *w)
+{
+	size_t key_len = sizeof(OTEL_PROCESS_CTX_SCHEMA_VERSION_KEY) - 1;
+	size_t str_len = sizeof(OTEL_PROCESS_CTX_SCHEMA_VERSION) - 1;
+	size_t value = otel__pb_len_field_size(ANY_VALUE_STRING, str_len);
+
+	otel__pb_put_len_header(w, PROCESS_CONTEXT_ATTRIBUTES, key_value_size(key_len, value));
+	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_PROCESS_CTX_SCHEMA_VERSION_KEY, key_len);
+	otel__pb_put_len_header(w, KEY_VALUE_VALUE, value);
+	otel__pb_put_len_field(w, ANY_VALUE_STRING, OTEL_PROCESS_CTX_SCHEMA_VERSION, str_len);
+}
+
+/* The whole ProcessContext. */
+static void put_process_context(struct otel__pb_writer *w, const uint8_t *resource,
+				size_t resource_size, unsigned int keys)
+{
+	otel__pb_put_len_field(w, PROCESS_CONTEXT_RESOURCE, resource, resource_size);
+	put_schema_version(w);
+	put_key_map(w, keys);
+}
+
+/* Encodes a payload into new memory.  E2BIG, ENOMEM. */
+static int build_payload(const uint8_t *resource, size_t resource_size, unsigned int keys,
+			 uint8_t **out, uint32_t *out_len)
+{
+	struct otel__pb_writer w = otel__pb_measure();
+	size_t size;
+	uint8_t *buf;
+
+	put_process_context(&w, resource, resource_size, keys);
+	size = w.len;
+	if (size > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+		return OTEL_THREAD_CTX_E2BIG;
+	buf = malloc(size);
+	if (buf == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	w = otel__pb_into(buf, size);
+	put_process_context(&w, resource, resource_size, keys);
+	if (w.overflow || w.len != size) {
+		/* Measuring and writing disagree: never expected. */
+		free(buf);
+		return OTEL_THREAD_CTX_ENOMEM;
+	}
+	*out = buf;
+	*out_len = (uint32_t)size;
+	return OTEL_THREAD_CTX_OK;
+}
+
+struct key_ref {
+	const char *key;
+	size_t len;
+};
+
+static int key_ref_cmp(const void *a, const void *b)
+{
+	const struct key_ref *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->key, y->key, n);
+
+	if (c != 0)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Duplicate keys in attrs (already checked one by one)?  EATTR, ENOMEM. */
+static int check_unique(const struct otel_process_ctx_attr *attrs, size_t n)
+{
+	struct key_ref *refs;
+	int err = OTEL_THREAD_CTX_OK;
+
+	if (n < 2)
+		return OTEL_THREAD_CTX_OK;
+	refs = malloc(n * sizeof(*refs));
+	if (refs == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		refs[i].key = attrs[i].key;
+		refs[i].len = strlen(attrs[i].key);
+	}
+	qsort(refs, n, sizeof(*refs), key_ref_cmp);
+	for (size_t i = 1; i < n && err == OTEL_THREAD_CTX_OK; i++) {
+		if (key_ref_cmp(&refs[i - 1], &refs[i]) == 0)
+			err = OTEL_THREAD_CTX_EATTR;
+	}
+	free(refs);
+	return err;
+}
+
+/* Checks the caller's attributes and encodes the Resource message.
+ * *out is NULL for an empty resource. */
+static int encode_resource(const struct otel_process_ctx_attr *attrs, size_t n, uint8_t **out,
+			   size_t *out_len)
+{
+	struct otel__pb_writer w = otel__pb_measure();
+	size_t total = 0;
+	uint8_t *buf;
+	int err;
+
+	if (attrs == NULL && n != 0)
+		return OTEL_THREAD_CTX_ENULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct otel_process_ctx_attr *a = &attrs[i];
+		size_t key_len;
+
+		if (a->key == NULL)
+			return OTEL_THREAD_CTX_ENULL;
+		key_len = strnlen(a->key, OTEL_PROCESS_CTX_PAYLOAD_MAX + 1);
+		if (key_len == 0 || !otel__utf8_valid(a->key, key_len))
+			return OTEL_THREAD_CTX_EATTR;
+		switch (a->type) {
+		case OTEL_PROCESS_CTX_STRING: {
+			size_t len;
+
+			if (a->string == NULL)
+				return OTEL_THREAD_CTX_ENULL;
+			len = a->length != 0 ? a->length :
+					       strnlen(a->string, OTEL_PROCESS_CTX_PAYLOAD_MAX + 1);
+			if (len > OTEL_PROCESS_CTX_PAYLOAD_MAX || key_len > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+				return OTEL_THREAD_CTX_E2BIG;
+			if (!otel__utf8_valid(a->string, len))
+				return OTEL_THREAD_CTX_EUTF8;
+			break;
+		}
+		case OTEL_PROCESS_CTX_BOOL:
+		case OTEL_PROCESS_CTX_INT:
+		case OTEL_PROCESS_CTX_DOUBLE:
+			if (key_len > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+				return OTEL_THREAD_CTX_E2BIG;
+			break;
+		default:
+			return OTEL_THREAD_CTX_EATTR;
+		}
+		/* Every piece is bounded, so this cannot wrap. */
+		total += otel__pb_len_field_size(RESOURCE_ATTRIBUTES,
+						 key_value_size(key_len, any_value_size(a)));
+		if (total > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+			return OTEL_THREAD_CTX_E2BIG;
+	}
+	err = check_unique(attrs, n);
+	if (err)
+		return err;
+
+	put_resource(&w, attrs, n);
+	*out = NULL;
+	*out_len = w.len;
+	if (w.len == 0)
+		return OTEL_THREAD_CTX_OK;
+	buf = malloc(w.len);
+	if (buf == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	w = otel__pb_into(buf, *out_len);
+	put_resource(&w, attrs, n);
+	if (w.overflow || w.len != *out_len) {
+		free(buf);
+		return OTEL_THREAD_CTX_ENOMEM;
+	}
+	*out = buf;
+	return OTEL_THREAD_CTX_OK;
+}
+
+/* --- The mapping ---------------------------------------------------------- */
+
+/* A new, strictly greater, non-zero timestamp. */
+static uint64_t next_published_at(void)
+{
+	struct timespec ts;
+	uint64_t now = 0;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0 || clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+		now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (now <= last_published_at)
+		now = last_published_at + 1;
+	last_published_at = now;
+	return now;
+}
+
+static size_t page_size(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	return page > 0 ? (size_t)page : 4096;
+}
+
+/* Names the mapping; the result matters only for an anonymous one. */
+static bool name_mapping(void *at, size_t size)
+{
+	return prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)at, (unsigned long)size,
+		     (unsigned long)OTEL_PROCESS_CTX_MAPPING_NAME) == 0;
+}
+
+/* A one-page mapping: a sealed memfd, else anonymous memory.  Both are
+ * left out of children (MADV_DONTFORK).  ENOMEM, ESYS (errno kept). */
+static int create_mapping(void **out, size_t *out_size, bool *memfd)
+{
+	size_t size = page_size();
+	void *p = MAP_FAILED;
+	int fd, saved;
+
+	fd = memfd_create(OTEL_PROCESS_CTX_MAPPING_NAME,
+			  MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd < 0) /* Kernels before 6.3 reject MFD_NOEXEC_SEAL. */
+		fd = memfd_create(OTEL_PROCESS_CTX_MAPPING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd >= 0) {
+		if (ftruncate(fd, (off_t)size) == 0) {
+			/* The size is final; nobody can shrink it under us. */
+			(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+			p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		}
+		close(fd);
+	}
+	*memfd = p != MAP_FAILED;
+	if (p == MAP_FAILED) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return OTEL_THREAD_CTX_ENOMEM;
+	}
+	if (madvise(p, size, MADV_DONTFORK) != 0) {
+		saved = errno;
+		munmap(p, size);
+		errno = saved;
+		return OTEL_THREAD_CTX_ESYS;
+	}
+	*out = p;
+	*out_size = size;
+	return OTEL_THREAD_CTX_OK;
+}
+
+/*
+ * Creates the mapping and publishes `buf` in it.  The header is written
+ * with the timestamp last, then the mapping is named (always: eBPF readers
+ * may watch prctl(); for an anonymous mapping the name is what makes it
+ * findable, so without it there is no publication: EMAP).
+ * Called with the lock held; changes the state only on success.
+ */
+static int map_and_publish(const uint8_t *buf, uint32_t len)
+{
+	struct otel_process_ctx_header *h;
+	size_t size;
+	bool memfd;
+	void *p;
+	int err = create_mapping(&p, &size, &memfd);
+
+	if (err)
+		return err;
+	h = p;
+	memcpy(h->signature, OTEL_PROCESS_CTX_SIGNATURE, sizeof(h->signature));
+	h->version = OTEL_PROCESS_CTX_VERSION;
+	__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&h->monotonic_published_at_ns, next_published_at(), __ATOMIC_RELAXED);
+	if (!name_mapping(p, size) && !memfd) {
+		__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);
+		munmap(p, size);
+		return OTEL_THREAD_CTX_EMAP;
+	}
+	header = h;
+	mapping_size = size;
+	mapping_memfd = memfd;
+	publisher_pid = getpid();
+	return OTEL_THREAD_CTX_OK;
+}
+
+/*
+ * A child made without the fork handlers (_Fork(), or handlers that could
+ * not be installed) has no mapping: it publishes nothing.  Lock held.
+ */
+static void forget_if_forked(void)
+{
+	if (header != NULL && publisher_pid != getpid())
+		header = NULL;
+}
+
+static void free_buffers(void)
+{
+	free(payload);
+	free(payload_prev);
+	free(resource_pb);
+	payload = payload_prev = resource_pb = NULL;
+	payload_len = 0;
+	resource_len = 0;
+}
+
+/* The update protocol: timestamp 0, fence, new payload, fence, new
+ * timestamp.  Takes ownership of buf.  Lock held, header published. */
+static void switch_payload(uint8_t *buf, uint32_t len)
+{
+	struct otel_process_ctx_header *h = header;
+	uint64_t published_at = next_published_at();
+
+	__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&h->monotonic_published_at_ns, published_at, __ATOMIC_RELAXED);
+	/* Readers that loaded the old pointer just before still find the old
+	 * bytes; the one before it is gone. */
+	free(payload_prev);
+	payload_prev = payload;
+	payload = buf;
+	payload_len = len;
+	(void)name_mapping(h, mapping_size);
+}
+
+int otel__pctx_keys_changed(unsigned int keys)
+{
+	uint8_t *buf;
+	uint32_t len;
+	int err;
+
+	forget_if_forked();
+	if (header == NULL)
+		return OTEL_THREAD_CTX_OK;
+	err = build_payload(resource_pb, resource_len, keys, &buf, &len);
+	if (err)
+		return err;
+	switch_payload(buf, len);
+	return OTEL_THREAD_CTX_OK;
+}
+
+/* --- fork ------------------------------------------------------------------ */
+
+static void before_fork(void)
+{
+	otel__pctx_lock();
+}
+
+static void after_fork_parent(void)
+{
+	otel__pctx_unlock();
+}
+
+/*
+ * The child has the parent's memory but not the mapping (MADV_DONTFORK):
+ * publish the same payload, which the child has at the same address, in a
+ * mapping of its own.  Only system calls here (no allocation): the child
+ * of a multi-threaded process may run nothing else.
+ */
+static void after_fork_child(void)
+{
+	if (header != NULL) {
+		unsigned char resident[1];
+
+		/*
+		 * Where MADV_DONTFORK is not honoured (qemu-user ignores it), the
+		 * parent's shared mapping is here too, and readers would find
+		 * it.  Unmap it, but only if it is mapped (mincore) and still
+		 * holds our header: a fork handler that ran before this one may
+		 * have mapped something else into the hole.
+		 */
+		if (mapping_size == page_size() && mincore(header, mapping_size, resident) == 0 &&
+		    memcmp(header->signature, OTEL_PROCESS_CTX_SIGNATURE, 8) == 0 &&
+		    header->payload == (uint64_t)(uintptr_t)payload)
+			munmap(header, mapping_size);
+		header = NULL;
+		if (map_and_publish(payload, payload_len) != OTEL_THREAD_CTX_OK)
+			mapping_size = 0; /* buffers kept for the next publish to free */
+	}
+	otel__pctx_unlock();
+}
+
+static void install_fork_handlers(void)
+{
+	fork_handlers = pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
+}
+
+__attribute__((constructor)) static void on_load(void)
+{
+	pthread_once(&fork_once, install_fork_handlers);
+}
+
+/* --- API -------------------------------------------------------------------- */
+
+OTEL_EXPORT int otel_process_ctx_publish(const struct otel_process_ctx_attr *resource,
+					 size_t count)
+{
+	uint8_t *res, *buf;
+	size_t res_len;
+	uint32_t len;
+	int err = encode_resource(resource, count, &res, &res_len);
+
+	if (err)
+		return err;
+	pthread_once(&fork_once, install_fork_handlers);
+	if (!fork_handlers) {
+		free(res);
+		return OTEL_THREAD_CTX_ENOMEM;
+	}
+	otel__pctx_lock();
+	forget_if_forked();
+	if (header != NULL) {
+		err = OTEL_THREAD_CTX_EPUBLISHED;
+		goto fail;
+	}
+	err = build_payload(res, res_len, otel_thread_ctx_key_count(), &buf, &len);
+	if (err)
+		goto fail;
+	err = map_and_publish(buf, len);
+	if (err) {
+		free(buf);
+		goto fail;
+	}
+	/* Left over from a publication a forked child could not recreate. */
+	free(payload);
+	free(payload_prev);
+	free(resource_pb);
+	payload = buf;
+	payload_len = len;
+	payload_prev = NULL;
+	resource_pb = res;
+	resource_len = res_len;
+	otel__pctx_unlock();
+	return OTEL_THREAD_CTX_OK;
+fail:
+	otel__pctx_unlock();
+	free(res);
+	return err;
+}
+
+OTEL_EXPORT int otel_process_ctx_update(const struct otel_process_ctx_attr *resource,
+					size_t count)
+{
+	uint8_t *res, *buf;
+	size_t res_len;
+	uint32_t len;
+	int err = encode_resource(resource, count, &res, &res_len);
+
+	if (err)
+		return err;
+	otel__pctx_lock();
+	forget_if_forked();
+	if (header == NULL) {
+		err = OTEL_THREAD_CTX_ENOTPUBLISHED;
+		goto fail;
+	}
+	err = build_payload(res, res_len, otel_thread_ctx_key_count(), &buf, &len);
+	if (err)
+		goto fail;
+	switch_payload(buf, len);
+	free(resource_pb);
+	resource_pb = res;
+	resource_len = res_len;
+	otel__pctx_unlock();
+	return OTEL_THREAD_CTX_OK;
+fail:
+	otel__pctx_unlock();
+	free(res);
+	return err;
+}
+
+OTEL_EXPORT int otel_process_ctx_unpublish(void)
+{
+	otel__pctx_lock();
+	forget_if_forked();
+	if (header != NULL) {
+		__atomic_store_n(&header->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		munmap(header, mapping_size);
+		header = NULL;
+		mapping_size = 0;
+	}
+	free_buffers();
+	otel__pctx_unlock();
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_process_ctx_query(struct otel_process_ctx_info *info)
+{
+	if (info == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	memset(info, 0, sizeof(*info));
+	otel__pctx_lock();
+	forget_if_forked();
+	if (header != NULL) {
+		info->published = 1;
+		info->memfd = mapping_memfd;
+		info->mapping = header;
+		info->mapping_size = mapping_size;
+		info->monotonic_published_at_ns =
+			__atomic_load_n(&header->monotonic_published_at_ns, __ATOMIC_RELAXED);
+		info->payload_size = payload_len;
+		info->payload = payload;
+	}
+	otel__pctx_unlock();
+	return OTEL_THREAD_CTX_OK;
+}
+
+int otel__pctx_copy_own(uint64_t mapping, struct otel_process_ctx_header *out, void **copy)
+{
+	int err = OTEL_THREAD_CTX_ENOENT;
+
+	otel__pctx_lock();
+	forget_if_forked();
+	if (header != NULL && (uint64_t)(uintptr_t)header == mapping) {
+		void *p = malloc(payload_len);
+
+		err = OTEL_THREAD_CTX_ENOMEM;
+		if (p != NULL) {
+			memcpy(out, header, sizeof(*out));
+			memcpy(p, payload, payload_len);
+			*copy = p;
+			err = OTEL_THREAD_CTX_OK;
+		}
+	}
+	otel__pctx_unlock();
+	return err;
+}
