@@ -23,7 +23,8 @@ static int copy_record(const struct otel_thread_ctx_record *src, size_t avail,
 		size = avail;
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
 		size = OTEL_THREAD_CTX_ATTRS_MAX;
-	memcpy(out->attrs_data, src->attrs_data, size);
+	if (size != 0)
+		memcpy(out->attrs_data, src->attrs_data, size);
 	out->attrs_data_size = (uint16_t)size;
 	return OTEL_THREAD_CTX_OK;
 }

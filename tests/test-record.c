@@ -141,6 +141,13 @@ START_TEST(replacing_a_key_keeps_one_entry_in_place)
 	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, "z", 1));
 	ck_assert_ok(otel_thread_ctx_update(ctx));
 	assert_attrs(otel_thread_ctx_v1, "\x01\x01" "z" "\x02\x00" "\x03\x01" "q", 8);
+
+	/* the same length: the entries around it do not move */
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "lo", 2));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "hi", 2));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "r", 1));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	assert_attrs(otel_thread_ctx_v1, "\x01\x01" "z" "\x02\x02" "hi" "\x03\x01" "r", 10);
 	release(ctx);
 }
 END_TEST
@@ -231,6 +238,16 @@ START_TEST(utf8_values)
 		{ "\x80", 1, 0 },                        /* stray continuation */
 		{ "\xff", 1, 0 },
 		{ "a\xc3(b", 4, 0 },                     /* bad continuation */
+		/* Longer values, read 8 ASCII bytes at a time where they can be:
+		 * what follows or interrupts a run of ASCII is still checked. */
+		{ "12345678\xc3\xa9", 10, 1 },           /* after a full word */
+		{ "1234567\xc3\xa9", 9, 1 },             /* across a word's end */
+		{ "\xe2\x82\xac" "abcdefgh" "\xf0\x9f\x98\x80", 15, 1 },
+		{ "abcdefgh\xff", 9, 0 },
+		{ "abcdefg\xff" "abcdefgh", 16, 0 },     /* last byte of a word */
+		{ "\x80" "bcdefgh" "abcdefgh", 16, 0 },  /* first byte of a word */
+		{ "abcdefghijklmno\xc3", 16, 0 },        /* truncated at the end */
+		{ "abcdefgh" "ijklmnop" "\xed\xa0\x80", 19, 0 }, /* surrogate */
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
