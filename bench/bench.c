@@ -343,6 +343,10 @@ struct op {
 	uint64_t iters;
 	double *ns;          /* reps samples */
 	double median, min, max, q1, q3;
+	/* Median over the repetitions of the ratio to (b) in the same
+	 * repetition (which ran a moment before or after). */
+	double ratio;
+	double ratio_c;      /* the same to (c), per swap */
 	double instr;        /* per op, < 0: not counted */
 };
 
@@ -380,7 +384,6 @@ static struct op *op_by_id(const char *id)
 	return NULL;
 }
 
-/* One timed run of n operations, with a fresh fixture; ns per op. */
 static uint64_t now_ns(clockid_t clock)
 {
 	struct timespec ts;
@@ -389,17 +392,31 @@ static uint64_t now_ns(clockid_t clock)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Time of the timed runs: on the thread's CPU clock, which stops while
+ * other processes have the CPU, and on the wall clock; their ratio says how
+ * much of the CPU this thread got. */
+static double cpu_total_ns, wall_total_ns;
+
+/*
+ * One timed run of n operations, with a fresh fixture: ns per op, as the
+ * thread's CPU time, so that time slices of other processes on a loaded
+ * machine are not counted (their effect on caches and predictors is).
+ */
 static double time_op(const struct op *op, uint64_t n)
 {
 	struct fixture fx;
-	uint64_t t0, t1;
+	uint64_t t0, t1, w0, w1;
 
 	fixture_init(&fx, op->attrs);
 	op->run(&fx, n / 16 + 1); /* warm-up: caches, branch predictors */
-	t0 = now_ns(CLOCK_MONOTONIC);
+	w0 = now_ns(CLOCK_MONOTONIC);
+	t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	op->run(&fx, n);
-	t1 = now_ns(CLOCK_MONOTONIC);
+	t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	w1 = now_ns(CLOCK_MONOTONIC);
 	fixture_fini(&fx);
+	cpu_total_ns += (double)(t1 - t0);
+	wall_total_ns += (double)(w1 - w0);
 	return (double)(t1 - t0) / (double)n;
 }
 
@@ -1035,9 +1052,7 @@ static bool is_x86_64(void)
 
 static double ratio_b(const struct op *op)
 {
-	unsigned swaps = op->swaps ? op->swaps : 1;
-
-	return op->median / (swaps * base_b->median);
+	return op->ratio;
 }
 
 static double instr_ratio_b(const struct op *op)
@@ -1064,8 +1079,7 @@ static void verdict(const struct op *op, char *buf, size_t len)
 						 (r / op->target - 1) * 100);
 	}
 	if (op->vs_gd && used < len) {
-		double per_swap = op->median / (op->swaps ? op->swaps : 1);
-		bool faster = per_swap < base_c->median;
+		bool faster = op->ratio_c < 1;
 
 		snprintf(buf + used, len - used, "%s%s", used ? "; " : "",
 			 faster ? "< (c)" : "NOT < (c)");
@@ -1194,6 +1208,11 @@ static void print_memory(FILE *f, bool markdown)
 		churn_control.heap_end - churn_control.heap_start);
 }
 
+static double cpu_share(void)
+{
+	return wall_total_ns > 0 ? cpu_total_ns / wall_total_ns : 0;
+}
+
 static void print_machine(FILE *f, bool markdown)
 {
 	const char *li = markdown ? "- " : "  ";
@@ -1207,9 +1226,10 @@ static void print_machine(FILE *f, bool markdown)
 	fprintf(f, "%sload average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n",
 		li, load_start[0], load_start[1], load_start[2], load_end[0], load_end[1],
 		load_end[2]);
-	fprintf(f, "%s%u repetitions of about %.0f ms per operation, interleaved; "
+	fprintf(f, "%s%u repetitions of about %.0f ms per operation, interleaved, timed on "
+		   "the thread's CPU clock; it had the CPU %.0f%% of the wall time; "
 		   "instructions: %s\n",
-		li, opt.reps, opt.rep_ms,
+		li, opt.reps, opt.rep_ms, cpu_share() * 100,
 		instr_counted ? "callgrind, per op including the loop" : instr_why);
 }
 
@@ -1220,7 +1240,8 @@ static void write_csv(const char *path)
 	if (f == NULL)
 		die("%s: %s", path, strerror(errno));
 	fprintf(f, "id,label,group,swaps,reps,iterations,ns_median,ns_min,ns_q1,ns_q3,"
-		   "ns_max,ratio_b,target_ratio_b,target_ns,result,instr_per_op,instr_ratio_b\n");
+		   "ns_max,ratio_b,target_ratio_b,target_ns,result,instr_per_op,instr_ratio_b,"
+		   "ratio_c\n");
 	for (size_t i = 0; i < N_OPS; i++) {
 		const struct op *op = &ops[i];
 		char res[96];
@@ -1238,9 +1259,10 @@ static void write_csv(const char *path)
 			fprintf(f, ",,");
 		fprintf(f, "\"%s\",", res);
 		if (instr_counted)
-			fprintf(f, "%.2f,%.3f\n", op->instr, instr_ratio_b(op));
+			fprintf(f, "%.2f,%.3f,", op->instr, instr_ratio_b(op));
 		else
-			fprintf(f, ",\n");
+			fprintf(f, ",,");
+		fprintf(f, "%.3f\n", op->ratio_c);
 	}
 	if (fclose(f) != 0)
 		die("%s: write failed", path);
@@ -1284,8 +1306,10 @@ static void write_json(const char *path)
 		load_start[0], load_start[1], load_start[2], load_end[0], load_end[1],
 		load_end[2]);
 	fprintf(f, "  \"settings\": {\"reps\": %u, \"rep_ms\": %.1f, \"scale_reps\": %u, "
-		   "\"scale_ms\": %.1f, \"instr_iters\": %lu, \"instructions\": ",
-		opt.reps, opt.rep_ms, opt.scale_reps, opt.scale_ms, opt.instr_iters);
+		   "\"scale_ms\": %.1f, \"instr_iters\": %lu, \"cpu_share\": %.3f, "
+		   "\"instructions\": ",
+		opt.reps, opt.rep_ms, opt.scale_reps, opt.scale_ms, opt.instr_iters,
+		cpu_share());
 	json_str(f, instr_counted ? "callgrind" : instr_why);
 	fprintf(f, "},\n  \"ops\": [\n");
 	for (size_t i = 0; i < N_OPS; i++) {
@@ -1300,8 +1324,9 @@ static void write_json(const char *path)
 			op->group == BASELINE ? "baseline" : "library", op->swaps, op->iters);
 		for (unsigned r = 0; r < opt.reps; r++)
 			fprintf(f, "%s%.3f", r ? ", " : "", op->ns[r]);
-		fprintf(f, "], \"ns_median\": %.3f, \"ratio_b\": %.3f, \"target_ratio_b\": ",
-			op->median, ratio_b(op));
+		fprintf(f, "], \"ns_median\": %.3f, \"ratio_b\": %.3f, \"ratio_c\": %.3f, "
+			   "\"target_ratio_b\": ",
+			op->median, ratio_b(op), op->ratio_c);
 		if (op->target > 0)
 			fprintf(f, "%.2f", op->target);
 		else
@@ -1503,6 +1528,16 @@ int main(int argc, char **argv)
 		memcpy(copy, ops[i].ns, opt.reps * sizeof(double));
 		summarize(copy, opt.reps, &ops[i].median, &ops[i].min, &ops[i].max,
 			  &ops[i].q1, &ops[i].q3);
+		for (unsigned r = 0; r < opt.reps; r++)
+			copy[r] = ops[i].ns[r] /
+				  ((ops[i].swaps ? ops[i].swaps : 1) * base_b->ns[r]);
+		qsort(copy, opt.reps, sizeof(*copy), cmp_double);
+		ops[i].ratio = quantile(copy, opt.reps, 0.5);
+		for (unsigned r = 0; r < opt.reps; r++)
+			copy[r] = ops[i].ns[r] /
+				  ((ops[i].swaps ? ops[i].swaps : 1) * base_c->ns[r]);
+		qsort(copy, opt.reps, sizeof(*copy), cmp_double);
+		ops[i].ratio_c = quantile(copy, opt.reps, 0.5);
 		free(copy);
 	}
 
