@@ -3,36 +3,11 @@
  * the format.  Everything here is async-signal-safe. */
 #include <string.h>
 
+#include "copy.h"
 #include "internal.h"
 #include "tls.h"
 
 #define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
-
-/*
- * memcpy of the attribute bytes, inline: a sampler calls this on every
- * sample, and for the few dozen bytes a record usually holds the call into
- * the C library costs as much as the copy.  Whole 16-byte blocks, then one
- * block that ends at n and may overlap the one before it (smaller sizes the
- * same way with 8, 4 and 1 bytes): no byte outside [0, n) is read or
- * written.
- */
-static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n)
-{
-	if (n >= 16) {
-		for (size_t i = 0; i + 16 < n; i += 16)
-			memcpy(dst + i, src + i, 16);
-		memcpy(dst + n - 16, src + n - 16, 16);
-	} else if (n >= 8) {
-		memcpy(dst, src, 8);
-		memcpy(dst + n - 8, src + n - 8, 8);
-	} else if (n >= 4) {
-		memcpy(dst, src, 4);
-		memcpy(dst + n - 4, src + n - 4, 4);
-	} else {
-		for (size_t i = 0; i < n; i++)
-			dst[i] = src[i];
-	}
-}
 
 /* Copies a header and what attrs_data_size says follows it, no more than
  * `avail` bytes of attributes and never more than the record holds. */
@@ -51,7 +26,7 @@ copy_record(const struct otel_thread_ctx_record *src, size_t avail,
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
 		size = OTEL_THREAD_CTX_ATTRS_MAX;
 	if (size != 0)
-		copy_bytes(out->attrs_data, src->attrs_data, size);
+		otel__copy_bytes(out->attrs_data, src->attrs_data, size);
 	out->attrs_data_size = (uint16_t)size;
 	return OTEL_THREAD_CTX_OK;
 }

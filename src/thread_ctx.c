@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -120,11 +121,11 @@ static struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx)
 	if (!ctx->dirty) {
 		const struct otel_thread_ctx_record *p = published(ctx);
 
-		/* The header is copied inline (a constant size); only records
-		 * with attributes need a memcpy call. */
+		/* Inline copies: the header (a constant size), then the
+		 * attributes, if any. */
 		memcpy(d, p, HEADER_SIZE);
 		if (p->attrs_data_size != 0)
-			memcpy(d->attrs_data, p->attrs_data, p->attrs_data_size);
+			otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
 		ctx->dirty = 1;
 	}
 	return d;
@@ -416,8 +417,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 	}
 	d->attrs_data[at] = (uint8_t)key;
 	d->attrs_data[at + 1] = (uint8_t)len;
-	if (len != 0)
-		memcpy(d->attrs_data + at + ENTRY_HEADER, value, len);
+	otel__copy_bytes(d->attrs_data + at + ENTRY_HEADER, value, len);
 	d->attrs_data_size = (uint16_t)new_size;
 	return OTEL_THREAD_CTX_OK;
 }
