@@ -1082,7 +1082,7 @@ static void verdict(const struct op *op, char *buf, size_t len)
 		bool faster = op->ratio_c < 1;
 
 		snprintf(buf + used, len - used, "%s%s", used ? "; " : "",
-			 faster ? "< (c)" : "NOT < (c)");
+			 faster ? "faster than (c)" : "slower than (c)");
 	}
 }
 
