@@ -1169,6 +1169,12 @@ static double mem_per_thread(void)
 	return (heap >= 0 ? heap : (double)mem.ctx_usable) + (double)mem.tls_bytes;
 }
 
+/* The targets are for x86-64. */
+static const char *judge(bool met)
+{
+	return !is_x86_64() ? "not judged on this architecture" : met ? "met" : "missed";
+}
+
 static long churn_growth(void)
 {
 	return churn.rss_end - churn.rss_start;
@@ -1183,7 +1189,7 @@ static void print_memory(FILE *f, bool markdown)
 	fprintf(f, "%smemory per thread with a context attached: %.0f B = %.2f KiB "
 		   "(target <= 1.5 KiB: %s): heap %.0f B per context (malloc_usable_size %zu B) "
 		   "+ %zu B of TLS (the library's PT_TLS)\n",
-		li, per_thread, per_thread / 1024, per_thread <= 1536 ? "met" : "missed",
+		li, per_thread, per_thread / 1024, judge(per_thread <= 1536),
 		mem_heap_per_thread(), mem.ctx_usable, mem.tls_bytes);
 	fprintf(f, "%s%u threads alive at once, growth of RSS / heap: bare threads "
 		   "%+ld KiB / %+.1f KiB; threads that used malloc %+ld KiB / %+.1f KiB; "
@@ -1198,7 +1204,7 @@ static void print_memory(FILE *f, bool markdown)
 		   "first %u); heap in use %+lld B (%+lld B after the first %u); %.1f s\n",
 		li, churn.threads, opt.churn_batch, churn.rss_start, churn.rss_warm,
 		churn.warm_threads, churn.rss_end, churn_growth(),
-		churn_growth() < 1024 ? "met" : "missed", churn.rss_end - churn.rss_warm,
+		judge(churn_growth() < 1024), churn.rss_end - churn.rss_warm,
 		churn.warm_threads, churn.heap_end - churn.heap_start,
 		churn.heap_end - churn.heap_warm, churn.warm_threads, churn.seconds);
 	fprintf(f, "%sthe same churn, threads that only call malloc once: RSS %ld, %ld, %ld KiB: "
