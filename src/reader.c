@@ -3,6 +3,7 @@
  * the format.  Everything here is async-signal-safe. */
 #include <string.h>
 
+#include "copy.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -10,7 +11,8 @@
 
 /* Copies a header and what attrs_data_size says follows it, no more than
  * `avail` bytes of attributes and never more than the record holds. */
-static int copy_record(const struct otel_thread_ctx_record *src, size_t avail,
+__attribute__((always_inline)) static inline int
+copy_record(const struct otel_thread_ctx_record *src, size_t avail,
 		       struct otel_thread_ctx_record *out)
 {
 	size_t size;
@@ -23,7 +25,8 @@ static int copy_record(const struct otel_thread_ctx_record *src, size_t avail,
 		size = avail;
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
 		size = OTEL_THREAD_CTX_ATTRS_MAX;
-	memcpy(out->attrs_data, src->attrs_data, size);
+	if (size != 0)
+		otel__copy_bytes(out->attrs_data, src->attrs_data, size);
 	out->attrs_data_size = (uint16_t)size;
 	return OTEL_THREAD_CTX_OK;
 }

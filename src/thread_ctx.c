@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -120,31 +121,54 @@ static struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx)
 	if (!ctx->dirty) {
 		const struct otel_thread_ctx_record *p = published(ctx);
 
-		memcpy(d, p, HEADER_SIZE + p->attrs_data_size);
+		/* Inline copies: the header (a constant size), then the
+		 * attributes, if any. */
+		memcpy(d, p, HEADER_SIZE);
+		if (p->attrs_data_size != 0)
+			otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
 		ctx->dirty = 1;
 	}
 	return d;
 }
 
-/* Turns the draft into the published record; false if there was nothing to
- * do (no edit, and the published record is valid). */
-static bool commit(struct otel_thread_ctx *ctx)
+/* The draft, up to date, becomes the published record. */
+static inline void swap_records(struct otel_thread_ctx *ctx)
 {
-	if (!ctx->dirty &&
-	    __atomic_load_n(&published(ctx)->valid, __ATOMIC_RELAXED) == 1)
-		return false;
-	edit(ctx)->valid = 1;
+	draft(ctx)->valid = 1;
 	ctx->pub ^= 1;
 	ctx->dirty = 0;
+}
+
+static inline bool published_valid(struct otel_thread_ctx *ctx)
+{
+	return __atomic_load_n(&published(ctx)->valid, __ATOMIC_RELAXED) == 1;
+}
+
+/* Turns the draft into the published record; false if there was nothing to
+ * do (no edit, and the published record is valid).  Without edits, the
+ * draft is first made a copy of the (invalidated) published record. */
+static bool commit(struct otel_thread_ctx *ctx)
+{
+	if (!ctx->dirty) {
+		if (published_valid(ctx))
+			return false;
+		edit(ctx);
+	}
+	swap_records(ctx);
 	return true;
 }
 
+/* For the ids: n is a multiple of 8, read as 64-bit words. */
 static bool all_zero(const uint8_t *p, size_t n)
 {
-	uint8_t acc = 0;
+	uint64_t acc = 0;
 
-	for (size_t i = 0; i < n; i++)
-		acc |= p[i];
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, p + i, sizeof(w));
+		acc |= w;
+	}
 	return acc == 0;
 }
 
@@ -154,10 +178,21 @@ static bool utf8_valid(const uint8_t *s, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
-		uint8_t c = s[i];
+		uint8_t c;
 		uint32_t cp, min;
 		size_t more;
 
+		/* Eight ASCII bytes at a time, the common case. */
+		if (n - i >= 8) {
+			uint64_t w;
+
+			memcpy(&w, s + i, sizeof(w));
+			if ((w & UINT64_C(0x8080808080808080)) == 0) {
+				i += 8;
+				continue;
+			}
+		}
+		c = s[i];
 		if (c < 0x80) {
 			i++;
 			continue;
@@ -407,7 +442,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 	d = edit(ctx);
 	if (at < 0) {
 		at = d->attrs_data_size;
-	} else {
+	} else if (old_entry != ENTRY_HEADER + len) {
 		/* Replace in place: shift what follows to the new length. */
 		size_t tail = (size_t)at + old_entry;
 
@@ -416,8 +451,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 	}
 	d->attrs_data[at] = (uint8_t)key;
 	d->attrs_data[at + 1] = (uint8_t)len;
-	if (len != 0)
-		memcpy(d->attrs_data + at + ENTRY_HEADER, value, len);
+	otel__copy_bytes(d->attrs_data + at + ENTRY_HEADER, value, len);
 	d->attrs_data_size = (uint16_t)new_size;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -459,8 +493,16 @@ OTEL_EXPORT int otel_thread_ctx_clear(otel_thread_ctx *ctx)
 	return err ? err : otel_thread_ctx_clear_attrs(ctx);
 }
 
-/* attach and update_attach. */
-static int attach(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_first)
+static int attach_first(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_first);
+static int attach_invalidated(otel_thread_ctx *ctx, otel_thread_ctx **prev);
+
+/* attach and update_attach.  Inlined into both, so that commit_first is a
+ * constant.  The two rare paths that call other functions, the first attach
+ * of a thread and update_attach of an invalidated context, are tail calls
+ * to out-of-line functions that do their part and start again. */
+__attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
+							otel_thread_ctx **prev,
+							bool commit_first)
 {
 	struct otel__thread *t;
 	struct otel_thread_ctx *old;
@@ -472,17 +514,18 @@ static int attach(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_firs
 	if (old != ctx) {
 		if (is_attached(ctx))
 			return OTEL_THREAD_CTX_EBUSY;
-		if (!t->exit_hook) {
-			int err = register_exit_hook(t);
-
-			if (err)
-				return err;
-		}
+		if (!t->exit_hook)
+			return attach_first(ctx, prev, commit_first);
 	}
-	if (commit_first)
-		commit(ctx);
-	else if (ctx->dirty)
+	if (commit_first) {
+		/* commit(), without its call to memcpy on this path. */
+		if (ctx->dirty)
+			swap_records(ctx);
+		else if (!published_valid(ctx))
+			return attach_invalidated(ctx, prev);
+	} else if (ctx->dirty) {
 		return OTEL_THREAD_CTX_EPENDING;
+	}
 
 	if (old != ctx) {
 		mark_attached(ctx, true);
@@ -493,6 +536,32 @@ static int attach(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_firs
 		mark_attached(old, false);
 	*prev = old;
 	return OTEL_THREAD_CTX_OK;
+}
+
+/*
+ * The first attach of a thread: registers the thread-exit cleanup, then
+ * attaches.  Out of line, so that on the common path no value has to
+ * survive a call but the TLS access: fewer registers to save and restore.
+ */
+__attribute__((noinline, cold)) static int attach_first(otel_thread_ctx *ctx,
+							 otel_thread_ctx **prev,
+							 bool commit_first)
+{
+	int err = register_exit_hook(otel__thread_self());
+
+	if (err)
+		return err;
+	return attach(ctx, prev, commit_first);
+}
+
+/* update_attach of a context that was invalidated and has no edits: the
+ * draft becomes a copy of the published record (as in commit()), and the
+ * attach starts again with the draft to commit. */
+__attribute__((noinline, cold)) static int attach_invalidated(otel_thread_ctx *ctx,
+							       otel_thread_ctx **prev)
+{
+	edit(ctx);
+	return attach(ctx, prev, true);
 }
 
 OTEL_EXPORT int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev)

@@ -295,6 +295,25 @@ START_TEST(invalidate_and_revalidate)
 	ck_assert_uint_eq(otel_thread_ctx_v1->valid, 1);
 	ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
 	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 7);
+	/* so does update_attach, with a copy of the invalidated record (not
+	 * the older one the other buffer holds) */
+	{
+		static const uint8_t span_c[8] = { 0xc0, 1, 2, 3, 4, 5, 6, 7 };
+		otel_thread_ctx *prev = NULL;
+
+		ck_assert_ok(otel_thread_ctx_set_span_id(ctx, span_c));
+		ck_assert_ok(otel_thread_ctx_update(ctx));
+		ck_assert_ok(otel_thread_ctx_invalidate(ctx));
+		r = otel_thread_ctx_v1;
+		ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+		ck_assert_ptr_eq(prev, ctx);
+		ck_assert_ptr_ne(otel_thread_ctx_v1, r);
+		ck_assert_uint_eq(otel_thread_ctx_v1->valid, 1);
+		ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
+		ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_c, 8);
+		ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 7);
+		ck_assert_mem_eq(otel_thread_ctx_v1->attrs_data, "\x05\x05" "GET /", 7);
+	}
 	/* invalidate a detached context: attach shows it invalid */
 	{
 		otel_thread_ctx *prev, *b = new_ctx();

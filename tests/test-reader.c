@@ -3,6 +3,8 @@
  * from elsewhere, and decoding attributes by the format's rules. */
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -96,6 +98,50 @@ START_TEST(decode_checks_and_clamps)
 }
 END_TEST
 
+/* Every attribute size, from a record whose bytes end at an unreadable page:
+ * exactly the bytes there are copied, nothing after them is read, nothing
+ * after attrs_data_size is written. */
+START_TEST(decode_copies_every_size_exactly)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct otel_thread_ctx_record out;
+
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	ck_assert_int_eq(mprotect(map + page, (size_t)page, PROT_NONE), 0);
+	for (size_t n = 0; n <= 612; n++) {
+		/* Records start 2-aligned: an odd length leaves one byte. */
+		size_t len = 28 + n;
+		uint8_t *end = map + page - (len & 1), *bytes = end - len;
+		struct otel_thread_ctx_record hdr;
+
+		raw_record(&hdr, "", 0, (uint16_t)n);
+		memcpy(bytes, &hdr, 28);
+		for (size_t i = 0; i < n; i++)
+			bytes[28 + i] = (uint8_t)(i * 7 + 3);
+		for (int claim = 0; claim < 2; claim++) {
+			/* The size field says n, or more than the bytes hold. */
+			uint16_t size = claim ? 612 : (uint16_t)n;
+
+			memcpy(bytes + 26, &size, 2);
+			memset(&out, 0xee, sizeof(out));
+			ck_assert_ok(otel_thread_ctx_record_decode(bytes, len, &out));
+			ck_assert_uint_eq(out.attrs_data_size, n);
+			ck_assert_mem_eq(out.trace_id, trace_a, 16);
+			ck_assert_mem_eq(out.attrs_data, bytes + 28, n);
+			size_t untouched = n;
+
+			while (untouched < 612 && out.attrs_data[untouched] == 0xee)
+				untouched++;
+			ck_assert_msg(untouched == 612, "size %zu: byte %zu written", n,
+				      untouched);
+		}
+	}
+	ck_assert_int_eq(munmap(map, (size_t)page * 2), 0);
+}
+END_TEST
+
 START_TEST(last_duplicate_wins)
 {
 	struct otel_thread_ctx_record r;
@@ -183,6 +229,7 @@ Suite *test_suite(void)
 	const struct test_case cases[] = {
 		{ "read", read_copies_what_the_thread_publishes },
 		{ "decode", decode_checks_and_clamps },
+		{ "decode-every-size", decode_copies_every_size_exactly },
 		{ "last-duplicate-wins", last_duplicate_wins },
 		{ "truncated-entry", truncated_entry_stops_decoding },
 		{ "null", iterators_refuse_null },

@@ -141,7 +141,50 @@ START_TEST(replacing_a_key_keeps_one_entry_in_place)
 	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 1, "z", 1));
 	ck_assert_ok(otel_thread_ctx_update(ctx));
 	assert_attrs(otel_thread_ctx_v1, "\x01\x01" "z" "\x02\x00" "\x03\x01" "q", 8);
+
+	/* the same length: the entries around it do not move */
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "lo", 2));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "hi", 2));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "r", 1));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	assert_attrs(otel_thread_ctx_v1, "\x01\x01" "z" "\x02\x02" "hi" "\x03\x01" "r", 10);
 	release(ctx);
+}
+END_TEST
+
+/* Values of every length, bytes that differ from each other, stored
+ * exactly; and copied exactly into the draft by the next edit that does
+ * not touch them, whatever the size of the attributes. */
+START_TEST(values_of_every_length_are_stored_and_kept)
+{
+	uint8_t value[255], expect[2 + 255 + 2 + 255];
+
+	for (size_t len = 0; len <= 255; len++) {
+		otel_thread_ctx *ctx = new_ctx();
+		size_t n = 0;
+
+		for (size_t i = 0; i < sizeof(value); i++)
+			value[i] = (uint8_t)(0x20 + (i * 7 + len) % 0x5f); /* ASCII */
+		ck_assert_ok(otel_thread_ctx_set_attr(ctx, 9, value, len));
+		expect[n++] = 9;
+		expect[n++] = (uint8_t)len;
+		memcpy(expect + n, value, len);
+		n += len;
+		if (len % 2) {
+			/* A second entry: sizes up to 514 bytes. */
+			ck_assert_ok(otel_thread_ctx_set_attr(ctx, 10, value, 255 - len / 2));
+			expect[n++] = 10;
+			expect[n++] = (uint8_t)(255 - len / 2);
+			memcpy(expect + n, value, 255 - len / 2);
+			n += 255 - len / 2;
+		}
+		assert_attrs(publish(ctx), expect, n);
+		/* An edit of the flags only: the attributes are copied. */
+		ck_assert_ok(otel_thread_ctx_set_trace_flags(ctx, 0));
+		ck_assert_ok(otel_thread_ctx_update(ctx));
+		assert_attrs(otel_thread_ctx_v1, expect, n);
+		release(ctx);
+	}
 }
 END_TEST
 
@@ -231,6 +274,16 @@ START_TEST(utf8_values)
 		{ "\x80", 1, 0 },                        /* stray continuation */
 		{ "\xff", 1, 0 },
 		{ "a\xc3(b", 4, 0 },                     /* bad continuation */
+		/* Longer values, read 8 ASCII bytes at a time where they can be:
+		 * what follows or interrupts a run of ASCII is still checked. */
+		{ "12345678\xc3\xa9", 10, 1 },           /* after a full word */
+		{ "1234567\xc3\xa9", 9, 1 },             /* across a word's end */
+		{ "\xe2\x82\xac" "abcdefgh" "\xf0\x9f\x98\x80", 15, 1 },
+		{ "abcdefgh\xff", 9, 0 },
+		{ "abcdefg\xff" "abcdefgh", 16, 0 },     /* last byte of a word */
+		{ "\x80" "bcdefgh" "abcdefgh", 16, 0 },  /* first byte of a word */
+		{ "abcdefghijklmno\xc3", 16, 0 },        /* truncated at the end */
+		{ "abcdefgh" "ijklmnop" "\xed\xa0\x80", 19, 0 }, /* surrogate */
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -252,6 +305,7 @@ Suite *test_suite(void)
 		{ "ids", ids_and_flags_are_copied_exactly },
 		{ "attr-encoding", attribute_entries_are_key_len_bytes },
 		{ "attr-replace", replacing_a_key_keeps_one_entry_in_place },
+		{ "attr-every-length", values_of_every_length_are_stored_and_kept },
 		{ "attr-remove-clear", remove_and_clear },
 		{ "attr-budget", attributes_fill_exactly_612_bytes },
 		{ "utf8", utf8_values },

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Not a baseline but a yardstick: the pointer swap done on the library's own
+ * slot through the library's own access sequence (otel__thread_self(), the
+ * naked TLSDESC function of arch/), in a shared library called through the
+ * PLT like the others.  Against (b) it shows what the hand-written sequence
+ * costs over the one the compiler inlines; against the API functions, what
+ * their bookkeeping costs over the bare access.  The benchmark stores its
+ * own marker pointers there, while no context is attached and nothing reads
+ * the slot, and leaves it NULL.
+ */
+#include <stddef.h>
+
+#include "baseline.h"
+#include "src/tls.h"
+
+__attribute__((visibility("default"))) void *bench_own_swap(void *value)
+{
+	struct otel__thread *t = otel__thread_self();
+	void *old = (void *)__atomic_load_n(&t->slot, __ATOMIC_RELAXED);
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->slot, (const struct otel_thread_ctx_record *)value,
+			 __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return old;
+}
