@@ -432,29 +432,18 @@ static struct pb good_payload(void)
 
 /* A memfd mapping called `name`; with `below`, at a free address under it
  * (so that /proc/PID/maps lists it first). */
-static struct otel_process_ctx_header *fake_mapping(const char *name, const void *below)
+/* A page of a memfd named `name`, anywhere, or at `at` (inside a range this
+ * process reserved). */
+static struct otel_process_ctx_header *fake_mapping(const char *name, void *at)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int fd = memfd_create(name, MFD_CLOEXEC);
 	void *p = MAP_FAILED;
 
-	if (fd < 0 || ftruncate(fd, (off_t)page) != 0)
-		return NULL;
-	if (below == NULL) {
-		p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	} else {
-		for (size_t k = 16; k < 4096 && p == MAP_FAILED; k += 16) {
-			uintptr_t at = (uintptr_t)below - k * page;
-
-			p = mmap((void *)at, page, PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-			if (p != MAP_FAILED && p != (void *)at) { /* pre-4.17 kernels */
-				munmap(p, page);
-				p = MAP_FAILED;
-			}
-		}
-	}
-	close(fd);
+	if (fd >= 0 && ftruncate(fd, (off_t)page) == 0)
+		p = mmap(at, page, PROT_READ | PROT_WRITE, MAP_SHARED | (at ? MAP_FIXED : 0), fd, 0);
+	if (fd >= 0)
+		close(fd);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -471,12 +460,24 @@ static int hostile_publisher(int report_fd, int cmd_fd)
 {
 	static struct pb payload;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	struct otel_process_ctx_header *h = NULL, *decoy;
+	struct otel_process_ctx_header *h = NULL, *decoy = NULL;
 	uint64_t good_at = 0;
 
 	(void)cmd_fd;
 	payload = good_payload();
-	if (hostile_case != H_NONE) {
+	if (hostile_case == H_DECOY_FIRST) {
+		/* Two pages reserved together, so that the decoy is below the
+		 * real mapping and /proc/PID/maps lists it first (no guessing
+		 * of free addresses, which sanitizers' layouts defeat). */
+		char *two = mmap(NULL, 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		CHECK(two != MAP_FAILED);
+		decoy = fake_mapping("OTEL_CTX_OLD", two);
+		h = fake_mapping("OTEL_CTX", two + page);
+		CHECK(decoy != NULL && h != NULL && decoy < h);
+		fill_header(h, payload.b, payload.n);
+		good_at = (uintptr_t)h;
+	} else if (hostile_case != H_NONE) {
 		h = fake_mapping("OTEL_CTX", NULL);
 		CHECK(h != NULL);
 		fill_header(h, payload.b, payload.n);
@@ -491,9 +492,6 @@ static int hostile_publisher(int report_fd, int cmd_fd)
 		h->payload = (uint64_t)(uintptr_t)(h + 1);
 		break;
 	case H_DECOY_FIRST:
-		/* Lower: maps lists it first. */
-		decoy = fake_mapping("OTEL_CTX_OLD", h);
-		CHECK(decoy != NULL && decoy < h);
 		memcpy(decoy->signature, "OLD_CTX!", 8);
 		break;
 	case H_BAD_SIGNATURE:
