@@ -18,6 +18,7 @@
 #include "copy.h"
 #include "internal.h"
 #include "tls.h"
+#include "utf8.h"
 
 #define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 #define ENTRY_HEADER 2u
@@ -170,54 +171,6 @@ static bool all_zero(const uint8_t *p, size_t n)
 		acc |= w;
 	}
 	return acc == 0;
-}
-
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c;
-		uint32_t cp, min;
-		size_t more;
-
-		/* Eight ASCII bytes at a time, the common case. */
-		if (n - i >= 8) {
-			uint64_t w;
-
-			memcpy(&w, s + i, sizeof(w));
-			if ((w & UINT64_C(0x8080808080808080)) == 0) {
-				i += 8;
-				continue;
-			}
-		}
-		c = s[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0) {
-			more = 1, cp = c & 0x1f, min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			more = 2, cp = c & 0x0f, min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			more = 3, cp = c & 0x07, min = 0x10000;
-		} else {
-			return false;
-		}
-		if (n - i - 1 < more)
-			return false;
-		for (size_t k = 1; k <= more; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += 1 + more;
-	}
-	return true;
 }
 
 /* Offset of the entry for `key` in a record the library wrote, or -1. */
@@ -428,7 +381,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 		return OTEL_THREAD_CTX_EVALUE;
 	if (value == NULL && len != 0)
 		return OTEL_THREAD_CTX_ENULL;
-	if (!utf8_valid(value, len))
+	if (!otel__utf8_valid(value, len))
 		return OTEL_THREAD_CTX_EUTF8;
 
 	v = view(ctx);
