@@ -10,8 +10,9 @@
 #include <string.h>
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF
- * (what the thread-context format and a proto3 string require). */
-static inline bool otel__utf8_valid(const void *str, size_t n)
+ * (what the thread-context format and a proto3 string require).  Out of
+ * line: the inline check below handles the common, ASCII case. */
+__attribute__((noinline, unused)) static bool otel__utf8_valid_slow(const void *str, size_t n)
 {
 	const uint8_t *s = str;
 	size_t i = 0;
@@ -57,6 +58,35 @@ static inline bool otel__utf8_valid(const void *str, size_t n)
 		i += 1 + more;
 	}
 	return true;
+}
+
+/*
+ * The same answer.  Values are mostly ASCII: the bytes are ORed a word at a
+ * time (the last word may overlap the one before it; nothing outside
+ * [0, n) is read) and only a value with a byte above 0x7f is decoded.
+ */
+static inline bool otel__utf8_valid(const void *str, size_t n)
+{
+	const uint8_t *s = str;
+	uint64_t acc = 0, w;
+
+	if (n >= 8) {
+		memcpy(&acc, s + n - 8, sizeof(acc));
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			memcpy(&w, s + i, sizeof(w));
+			acc |= w;
+		}
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, sizeof(a));
+		memcpy(&b, s + n - 4, sizeof(b));
+		acc = a | b;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			acc |= s[i];
+	}
+	return (acc & UINT64_C(0x8080808080808080)) == 0 || otel__utf8_valid_slow(s, n);
 }
 
 #endif /* OTEL_UTF8_H */
