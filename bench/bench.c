@@ -143,6 +143,14 @@ static const char attr_values[2][N_ATTRS][ATTR_LEN + 1] = {
 	{"POST /api/v1/ord", "checkout-worker2", "tenant-000000043", "region-us-east-2"},
 };
 
+/* The same attributes as one list, for otel_thread_ctx_set_attrs(). */
+#define ATTR(k, a) { (a) + 1, ATTR_LEN, (const uint8_t *)attr_values[k][a] }
+static const struct otel_thread_ctx_attr attr_lists[2][N_ATTRS] = {
+	{ ATTR(0, 0), ATTR(0, 1), ATTR(0, 2), ATTR(0, 3) },
+	{ ATTR(1, 0), ATTR(1, 1), ATTR(1, 2), ATTR(1, 3) },
+};
+#undef ATTR
+
 #define CHECK(call)                                                        \
 	do {                                                               \
 		int check_err_ = (call);                                   \
@@ -265,6 +273,15 @@ static void run_update_span(struct fixture *fx, uint64_t n)
 	}
 }
 
+/* The same in one call. */
+static void run_update_span_id(struct fixture *fx, uint64_t n)
+{
+	attach_first(fx);
+	LOOP {
+		CHECK(otel_thread_ctx_update_span_id(fx->ctx[0], span_ids[K]));
+	}
+}
+
 static void run_update_ids(struct fixture *fx, uint64_t n)
 {
 	attach_first(fx);
@@ -283,6 +300,27 @@ static void run_update_attrs(struct fixture *fx, uint64_t n)
 			CHECK(otel_thread_ctx_set_attr(fx->ctx[0], a + 1,
 						       attr_values[K][a], ATTR_LEN));
 		CHECK(otel_thread_ctx_update(fx->ctx[0]));
+	}
+}
+
+/* The same with the attributes as one list. */
+static void run_update_attr_list(struct fixture *fx, uint64_t n)
+{
+	attach_first(fx);
+	LOOP {
+		CHECK(otel_thread_ctx_set_ids(fx->ctx[0], trace_ids[K], span_ids[K], 1));
+		CHECK(otel_thread_ctx_set_attrs(fx->ctx[0], attr_lists[K], N_ATTRS));
+		CHECK(otel_thread_ctx_update(fx->ctx[0]));
+	}
+}
+
+/* All of it in one call. */
+static void run_update_all(struct fixture *fx, uint64_t n)
+{
+	attach_first(fx);
+	LOOP {
+		CHECK(otel_thread_ctx_update_all(fx->ctx[0], trace_ids[K], span_ids[K], 1,
+						 attr_lists[K], N_ATTRS));
 	}
 }
 
@@ -363,9 +401,13 @@ static struct op ops[] = {
 	OP("attach", "attach (replacing another)", LIBRARY, 1, false, 1.15, true, run_attach),
 	OP("detach_empty", "detach (nothing attached)", LIBRARY, 1, false, 1.15, true, run_detach_empty),
 	OP("attach_detach", "attach + detach (pair)", LIBRARY, 2, false, 1.15, true, run_attach_detach),
-	OP("update_span", "set_span_id + update", LIBRARY, 1, false, 1.5, true, run_update_span),
+	OP("update_span_id", "update_span_id (span only, one call)", LIBRARY, 1, false, 1.5, true, run_update_span_id),
+	OP("update_span", "set_span_id + update", LIBRARY, 1, false, 0, true, run_update_span),
 	OP("update_ids", "set_ids + update", LIBRARY, 1, false, 0, true, run_update_ids),
-	OP("update_attrs", "set_ids + 4 set_attr(16 B) + update", LIBRARY, 1, true, 4, true, run_update_attrs),
+	OP("update_all", "update_all (ids + 4 x 16 B attributes, one call)", LIBRARY, 1, true, 4, true, run_update_all),
+	OP("update_attr_list", "set_ids + set_attrs(4 x 16 B) + update", LIBRARY, 1, true, 0, true, run_update_attr_list),
+	OP("update_attrs", "set_ids + 4 set_attr(16 B) + update", LIBRARY, 1, true, 0, true, run_update_attrs),
+	OP("update_span_id_attrs", "update_span_id, 4 attributes", LIBRARY, 1, true, 0, true, run_update_span_id),
 	OP("update_span_attrs", "set_span_id + update, 4 attributes", LIBRARY, 1, true, 0, true, run_update_span),
 	OP("update_attach", "update_attach (switch, no edit)", LIBRARY, 1, false, 0, true, run_update_attach),
 	OP("update_attach_edit", "set_span_id + update_attach (switch)", LIBRARY, 1, false, 0, true, run_update_attach_edit),
@@ -682,7 +724,7 @@ static bool count_instructions(char *why, size_t why_len)
 /* ------------------------------------------------------------------ */
 /* Scaling: the same operations on 1, 2, 8, 64 threads at once          */
 
-static const char *const scale_ops[] = {"desc", "attach", "update_span", "read"};
+static const char *const scale_ops[] = {"desc", "attach", "update_span_id", "read"};
 #define N_SCALE_OPS (sizeof(scale_ops) / sizeof(scale_ops[0]))
 
 struct scale_result {

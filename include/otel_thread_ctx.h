@@ -212,12 +212,23 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_EDECODE = -29,
 	/* A system call failed for a reason not listed above; errno says why. */
 	OTEL_THREAD_CTX_ESYS = -30,
+	/* otel_thread_ctx_set_attrs(): the same key twice. */
+	OTEL_THREAD_CTX_EDUPKEY = -31,
 };
 
 /* A static, English description of an error code; never NULL. */
 const char *otel_thread_ctx_strerror(int error);
 
 typedef struct otel_thread_ctx otel_thread_ctx;
+
+/* One attribute: `len` bytes of UTF-8 at `value`.  The readers return these
+ * (value then points into the record); otel_thread_ctx_set_attrs() takes
+ * them. */
+struct otel_thread_ctx_attr {
+	unsigned int key;
+	unsigned int len;
+	const uint8_t *value;
+};
 
 /*
  * Allocates a context whose published record is valid and empty (no ids, no
@@ -269,6 +280,16 @@ int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx);
 int otel_thread_ctx_clear(otel_thread_ctx *ctx);
 
 /*
+ * Replaces all the attributes with the `n` given ones, in that order, in one
+ * call: what the start of a request wants.  Each is checked as
+ * otel_thread_ctx_set_attr() checks one; keys must be distinct; together they
+ * must fit in the 612 bytes.  n == 0 (attrs may then be NULL) removes all.
+ * Errors: ENULL, EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC.
+ */
+int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx, const struct otel_thread_ctx_attr *attrs,
+			      size_t n);
+
+/*
  * Publishes `ctx` on the calling thread and stores in *prev the context it
  * replaces (NULL if none); the caller owns *prev again.  If ctx is already
  * attached to the calling thread nothing changes and *prev is ctx.
@@ -284,6 +305,25 @@ int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev);
  * Errors: ENULL; EBUSY when ctx is attached to another thread.
  */
 int otel_thread_ctx_update(otel_thread_ctx *ctx);
+
+/*
+ * otel_thread_ctx_set_span_id() and otel_thread_ctx_update() in one call, the
+ * step a tracer takes at every child span.  Errors: ENULL; EBUSY when ctx is
+ * attached to another thread; EIDS when the span id is all zero or there is
+ * no trace id.
+ */
+int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8]);
+
+/*
+ * otel_thread_ctx_set_ids(), otel_thread_ctx_set_attrs() and
+ * otel_thread_ctx_update() in one call, with every argument checked before
+ * anything changes: the step a tracer takes when a thread starts work on a
+ * new request.  Errors: those of the three; EBUSY when ctx is attached to
+ * another thread.
+ */
+int otel_thread_ctx_update_all(otel_thread_ctx *ctx, const uint8_t trace_id[16],
+			       const uint8_t span_id[8], uint8_t trace_flags,
+			       const struct otel_thread_ctx_attr *attrs, size_t n);
 
 /*
  * otel_thread_ctx_update() and otel_thread_ctx_attach() in one step, with a
@@ -345,12 +385,6 @@ int otel_thread_ctx_read(struct otel_thread_ctx_record *out);
 int otel_thread_ctx_record_decode(const void *bytes, size_t len,
 				  struct otel_thread_ctx_record *out);
 
-/* One attribute of a record: `len` bytes at `value`, inside the record. */
-struct otel_thread_ctx_attr {
-	unsigned int key;
-	unsigned int len;
-	const uint8_t *value;
-};
 
 /* Walks the attributes of a record.  Lives wherever the caller wants (a
  * signal handler's stack); fields are private. */

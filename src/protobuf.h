@@ -9,6 +9,8 @@
 #ifndef OTEL_PROTOBUF_H
 #define OTEL_PROTOBUF_H
 
+#include "utf8.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,8 +106,5 @@ static inline struct otel__pb_reader otel__pb_read_from(const void *data, size_t
 
 int otel__pb_next(struct otel__pb_reader *r, struct otel__pb_field *f);
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF
- * (what protobuf requires of a proto3 string). */
-bool otel__utf8_valid(const void *s, size_t n);
 
 #endif /* OTEL_PROTOBUF_H */

@@ -18,6 +18,7 @@
 #include "copy.h"
 #include "internal.h"
 #include "tls.h"
+#include "utf8.h"
 
 #define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 #define ENTRY_HEADER 2u
@@ -31,9 +32,31 @@ struct otel_thread_ctx {
 	 * Read by other threads (to refuse a second owner), hence atomic.
 	 */
 	unsigned long attach_mark;
-	uint8_t pub;   /* index in rec of the published record */
-	uint8_t dirty; /* rec[pub ^ 1] holds edits not yet committed */
+	/* The published record and the draft: rec[0] and rec[1], in either
+	 * order.  Pointers rather than an index, for the attach path. */
+	struct otel_thread_ctx_record *pub, *draft;
+	/*
+	 * FIELD_* masks.  Without edits, the draft equals the published record
+	 * but in the `stale` fields (and valid): those the last commit changed,
+	 * since the draft is the record it replaced.  The first edit brings
+	 * just those up to date, which on a span switch is 8 bytes, not the
+	 * record.  `edits` is 0 without edits, else EDITED and the fields the
+	 * edits changed: the stale fields after the next commit.
+	 */
+	unsigned int stale;
+	unsigned int edits;
 };
+
+#define FIELD_TRACE 1u /* trace_id */
+#define FIELD_SPAN 2u  /* span_id */
+#define FIELD_FLAGS 4u /* trace_flags */
+#define FIELD_ATTRS 8u /* attrs_data_size and attrs_data */
+#define FIELD_IDS (FIELD_TRACE | FIELD_SPAN | FIELD_FLAGS)
+#define FIELD_ALL (FIELD_IDS | FIELD_ATTRS)
+#define EDITED 0x80u
+
+_Static_assert(OTEL_THREAD_CTX_KEY_MAX == OTEL_THREAD_CTX_VALUE_MAX,
+	       "attrs_encode() tests key and length against one bound");
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
@@ -85,19 +108,19 @@ static inline bool attached_elsewhere(const struct otel_thread_ctx *ctx,
 
 static inline struct otel_thread_ctx_record *published(struct otel_thread_ctx *ctx)
 {
-	return &ctx->rec[ctx->pub];
+	return ctx->pub;
 }
 
 static inline struct otel_thread_ctx_record *draft(struct otel_thread_ctx *ctx)
 {
-	return &ctx->rec[ctx->pub ^ 1];
+	return ctx->draft;
 }
 
 /* What the context holds now, committed or not: the record validation is
  * done against, before anything is written. */
 static inline const struct otel_thread_ctx_record *view(struct otel_thread_ctx *ctx)
 {
-	return ctx->dirty ? draft(ctx) : published(ctx);
+	return ctx->edits ? draft(ctx) : published(ctx);
 }
 
 /* Makes `rec` (or NULL) what the thread publishes. */
@@ -112,31 +135,50 @@ static inline void publish(struct otel__thread *t,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-/* The draft, ready for an edit: on the first edit after a commit it is
- * brought up to date from the published record (the used bytes only). */
-static struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx)
+/*
+ * The draft, ready for an edit that changes the `touched` fields, of which
+ * it overwrites the `whole` ones entirely.  On the first edit after a
+ * commit, the stale fields it does not overwrite are copied from the
+ * published record (attributes: the used bytes only).
+ */
+static inline struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx,
+						  unsigned int touched, unsigned int whole)
 {
-	struct otel_thread_ctx_record *d = draft(ctx);
+	struct otel_thread_ctx_record *d = ctx->draft;
+	unsigned int edits = ctx->edits;
 
-	if (!ctx->dirty) {
-		const struct otel_thread_ctx_record *p = published(ctx);
+	if (!edits) {
+		const struct otel_thread_ctx_record *p = ctx->pub;
+		unsigned int need = ctx->stale & ~whole;
 
-		/* Inline copies: the header (a constant size), then the
-		 * attributes, if any. */
-		memcpy(d, p, HEADER_SIZE);
-		if (p->attrs_data_size != 0)
+		if (need & FIELD_TRACE)
+			memcpy(d->trace_id, p->trace_id, sizeof(d->trace_id));
+		if (need & FIELD_SPAN)
+			memcpy(d->span_id, p->span_id, sizeof(d->span_id));
+		if (need & FIELD_FLAGS)
+			d->trace_flags = p->trace_flags;
+		if (need & FIELD_ATTRS) {
+			d->attrs_data_size = p->attrs_data_size;
 			otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
-		ctx->dirty = 1;
+		}
 	}
+	ctx->edits = edits | EDITED | touched;
 	return d;
 }
 
-/* The draft, up to date, becomes the published record. */
+/* The draft, up to date, becomes the published record; the record it
+ * replaces, the draft, differs from it in the fields the edits changed.
+ * (Everything is loaded before the byte store, which may alias it.) */
 static inline void swap_records(struct otel_thread_ctx *ctx)
 {
-	draft(ctx)->valid = 1;
-	ctx->pub ^= 1;
-	ctx->dirty = 0;
+	struct otel_thread_ctx_record *d = ctx->draft, *p = ctx->pub;
+	unsigned int changed = ctx->edits & FIELD_ALL;
+
+	d->valid = 1;
+	ctx->draft = p;
+	ctx->pub = d;
+	ctx->stale = changed;
+	ctx->edits = 0;
 }
 
 static inline bool published_valid(struct otel_thread_ctx *ctx)
@@ -149,10 +191,10 @@ static inline bool published_valid(struct otel_thread_ctx *ctx)
  * draft is first made a copy of the (invalidated) published record. */
 static bool commit(struct otel_thread_ctx *ctx)
 {
-	if (!ctx->dirty) {
+	if (!ctx->edits) {
 		if (published_valid(ctx))
 			return false;
-		edit(ctx);
+		edit(ctx, 0, 0);
 	}
 	swap_records(ctx);
 	return true;
@@ -170,54 +212,6 @@ static bool all_zero(const uint8_t *p, size_t n)
 		acc |= w;
 	}
 	return acc == 0;
-}
-
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c;
-		uint32_t cp, min;
-		size_t more;
-
-		/* Eight ASCII bytes at a time, the common case. */
-		if (n - i >= 8) {
-			uint64_t w;
-
-			memcpy(&w, s + i, sizeof(w));
-			if ((w & UINT64_C(0x8080808080808080)) == 0) {
-				i += 8;
-				continue;
-			}
-		}
-		c = s[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0) {
-			more = 1, cp = c & 0x1f, min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			more = 2, cp = c & 0x0f, min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			more = 3, cp = c & 0x07, min = 0x10000;
-		} else {
-			return false;
-		}
-		if (n - i - 1 < more)
-			return false;
-		for (size_t k = 1; k <= more; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += 1 + more;
-	}
-	return true;
 }
 
 /* Offset of the entry for `key` in a record the library wrote, or -1. */
@@ -332,6 +326,8 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "the process context payload is not a valid ProcessContext message";
 	case OTEL_THREAD_CTX_ESYS:
 		return "a system call failed (see errno)";
+	case OTEL_THREAD_CTX_EDUPKEY:
+		return "the same attribute key is given twice";
 	}
 	return "unknown otel-thread-ctx error";
 }
@@ -346,6 +342,8 @@ OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **out)
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
 	ctx->rec[0].valid = 1;
+	ctx->pub = &ctx->rec[0];
+	ctx->draft = &ctx->rec[1];
 	*out = ctx;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -360,32 +358,47 @@ OTEL_EXPORT int otel_thread_ctx_destroy(otel_thread_ctx *ctx)
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
-					const uint8_t span_id[8], uint8_t trace_flags)
+/* Both ids set, or both zero with flags 0. */
+static inline bool ids_valid(const uint8_t trace_id[16], const uint8_t span_id[8],
+			     uint8_t trace_flags)
 {
-	struct otel_thread_ctx_record *d;
-	bool no_trace, no_span;
+	bool no_trace = all_zero(trace_id, 16), no_span = all_zero(span_id, 8);
 
-	if (ctx == NULL || trace_id == NULL || span_id == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	no_trace = all_zero(trace_id, 16);
-	no_span = all_zero(span_id, 8);
-	if (no_trace != no_span || (no_trace && trace_flags != 0))
-		return OTEL_THREAD_CTX_EIDS;
-	d = edit(ctx);
+	return no_trace == no_span && !(no_trace && trace_flags != 0);
+}
+
+static inline void write_ids(struct otel_thread_ctx_record *d, const uint8_t trace_id[16],
+			     const uint8_t span_id[8], uint8_t trace_flags)
+{
 	memcpy(d->trace_id, trace_id, 16);
 	memcpy(d->span_id, span_id, 8);
 	d->trace_flags = trace_flags;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
+					const uint8_t span_id[8], uint8_t trace_flags)
+{
+	if (ctx == NULL || trace_id == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (!ids_valid(trace_id, span_id, trace_flags))
+		return OTEL_THREAD_CTX_EIDS;
+	write_ids(edit(ctx, FIELD_IDS, FIELD_IDS), trace_id, span_id, trace_flags);
 	return OTEL_THREAD_CTX_OK;
+}
+
+/* A span id may replace the context's: non-zero, and a trace to be in. */
+static inline bool span_fits(struct otel_thread_ctx *ctx, const uint8_t span_id[8])
+{
+	return !all_zero(span_id, 8) && !all_zero(view(ctx)->trace_id, 16);
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
 {
 	if (ctx == NULL || span_id == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (all_zero(span_id, 8) || all_zero(view(ctx)->trace_id, 16))
+	if (!span_fits(ctx, span_id))
 		return OTEL_THREAD_CTX_EIDS;
-	memcpy(edit(ctx)->span_id, span_id, 8);
+	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -395,7 +408,7 @@ OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t tr
 		return OTEL_THREAD_CTX_ENULL;
 	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
 		return OTEL_THREAD_CTX_EIDS;
-	edit(ctx)->trace_flags = trace_flags;
+	edit(ctx, FIELD_FLAGS, FIELD_FLAGS)->trace_flags = trace_flags;
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -405,7 +418,7 @@ OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	d = edit(ctx);
+	d = edit(ctx, FIELD_IDS, FIELD_IDS);
 	memset(d->trace_id, 0, sizeof(d->trace_id));
 	memset(d->span_id, 0, sizeof(d->span_id));
 	d->trace_flags = 0;
@@ -428,7 +441,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 		return OTEL_THREAD_CTX_EVALUE;
 	if (value == NULL && len != 0)
 		return OTEL_THREAD_CTX_ENULL;
-	if (!utf8_valid(value, len))
+	if (!otel__utf8_valid(value, len))
 		return OTEL_THREAD_CTX_EUTF8;
 
 	v = view(ctx);
@@ -439,7 +452,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 	if (new_size > OTEL_THREAD_CTX_ATTRS_MAX)
 		return OTEL_THREAD_CTX_ENOSPC;
 
-	d = edit(ctx);
+	d = edit(ctx, FIELD_ATTRS, 0);
 	if (at < 0) {
 		at = d->attrs_data_size;
 	} else if (old_entry != ENTRY_HEADER + len) {
@@ -456,6 +469,97 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 	return OTEL_THREAD_CTX_OK;
 }
 
+/*
+ * The checks of otel_thread_ctx_set_attrs(), and, when `out` is not NULL,
+ * the entries written to it as they are checked.  Returns the bytes the
+ * entries take, or an error.
+ */
+__attribute__((always_inline)) static inline int attrs_encode(uint8_t *out,
+							  const struct otel_thread_ctx_attr *attrs,
+							  size_t n)
+{
+	uint64_t seen[(OTEL_THREAD_CTX_KEY_MAX + 1) / 64] = { 0 };
+	size_t size = 0;
+
+	if (attrs == NULL && n != 0)
+		return OTEL_THREAD_CTX_ENULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned int key = attrs[i].key, len = attrs[i].len;
+		const uint8_t *value = attrs[i].value;
+		uint64_t bit;
+
+		/* One test for both bounds on the common path. */
+		if ((key | len) > OTEL_THREAD_CTX_KEY_MAX)
+			return key > OTEL_THREAD_CTX_KEY_MAX ? OTEL_THREAD_CTX_EKEY
+							     : OTEL_THREAD_CTX_EVALUE;
+		if (value == NULL && len != 0)
+			return OTEL_THREAD_CTX_ENULL;
+		if (!otel__utf8_valid(value, len))
+			return OTEL_THREAD_CTX_EUTF8;
+		bit = UINT64_C(1) << (key % 64);
+		if (seen[key / 64] & bit)
+			return OTEL_THREAD_CTX_EDUPKEY;
+		seen[key / 64] |= bit;
+		if (size + ENTRY_HEADER + len > OTEL_THREAD_CTX_ATTRS_MAX)
+			return OTEL_THREAD_CTX_ENOSPC;
+		if (out != NULL) {
+			out[size] = (uint8_t)key;
+			out[size + 1] = (uint8_t)len;
+			otel__copy_bytes(out + size + ENTRY_HEADER, value, len);
+		}
+		size += ENTRY_HEADER + len;
+	}
+	return (int)size;
+}
+
+/*
+ * Replaces the draft's attributes (and, with ids, its ids and flags: `whole`
+ * says which).  Without edits, the draft holds nothing that anybody needs
+ * (only copies of the published fields), so the entries are written while
+ * they are checked, and a refusal leaves the fields stale.  With edits, they
+ * are checked first, then written.
+ */
+__attribute__((always_inline)) static inline int replace_attrs(struct otel_thread_ctx *ctx,
+							   unsigned int whole,
+			 const struct otel_thread_ctx_attr *attrs, size_t n)
+{
+	struct otel_thread_ctx_record *d = ctx->draft;
+	unsigned int edits = ctx->edits;
+	int size;
+
+	if (edits & FIELD_ATTRS) {
+		/* The draft's attributes are edits: check before writing. */
+		size = attrs_encode(NULL, attrs, n);
+		if (size < 0)
+			return size;
+		attrs_encode(d->attrs_data, attrs, n);
+	} else {
+		/* They are a copy of the published ones, or stale: write while
+		 * checking, and on a refusal put the copy back (or leave them
+		 * stale). */
+		size = attrs_encode(d->attrs_data, attrs, n);
+		if (size < 0) {
+			const struct otel_thread_ctx_record *p = ctx->pub;
+
+			if (edits)
+				otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
+			else
+				ctx->stale |= FIELD_ATTRS;
+			return size;
+		}
+	}
+	edit(ctx, whole, whole)->attrs_data_size = (uint16_t)size;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx,
+					  const struct otel_thread_ctx_attr *attrs, size_t n)
+{
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	return replace_attrs(ctx, FIELD_ATTRS, attrs, n);
+}
+
 OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int key)
 {
 	struct otel_thread_ctx_record *d;
@@ -469,7 +573,7 @@ OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int k
 	at = find_attr(view(ctx), key);
 	if (at < 0)
 		return OTEL_THREAD_CTX_OK;
-	d = edit(ctx);
+	d = edit(ctx, FIELD_ATTRS, 0);
 	entry = ENTRY_HEADER + d->attrs_data[at + 1];
 	tail = (size_t)at + entry;
 	memmove(d->attrs_data + at, d->attrs_data + tail, d->attrs_data_size - tail);
@@ -482,7 +586,7 @@ OTEL_EXPORT int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx)
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
 	if (view(ctx)->attrs_data_size != 0)
-		edit(ctx)->attrs_data_size = 0;
+		edit(ctx, FIELD_ATTRS, FIELD_ATTRS)->attrs_data_size = 0;
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -519,11 +623,11 @@ __attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
 	}
 	if (commit_first) {
 		/* commit(), without its call to memcpy on this path. */
-		if (ctx->dirty)
+		if (ctx->edits)
 			swap_records(ctx);
 		else if (!published_valid(ctx))
 			return attach_invalidated(ctx, prev);
-	} else if (ctx->dirty) {
+	} else if (ctx->edits) {
 		return OTEL_THREAD_CTX_EPENDING;
 	}
 
@@ -560,7 +664,7 @@ __attribute__((noinline, cold)) static int attach_first(otel_thread_ctx *ctx,
 __attribute__((noinline, cold)) static int attach_invalidated(otel_thread_ctx *ctx,
 							       otel_thread_ctx **prev)
 {
-	edit(ctx);
+	edit(ctx, 0, 0);
 	return attach(ctx, prev, true);
 }
 
@@ -584,6 +688,49 @@ OTEL_EXPORT int otel_thread_ctx_update(otel_thread_ctx *ctx)
 	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
 	if (commit(ctx) && t->ctx == ctx)
+		publish(t, published(ctx));
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
+{
+	struct otel__thread *t;
+
+	if (ctx == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	t = otel__thread_self();
+	if (attached_elsewhere(ctx, t))
+		return OTEL_THREAD_CTX_EBUSY;
+	if (!span_fits(ctx, span_id))
+		return OTEL_THREAD_CTX_EIDS;
+	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
+	swap_records(ctx);
+	if (t->ctx == ctx)
+		publish(t, published(ctx));
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_all(otel_thread_ctx *ctx, const uint8_t trace_id[16],
+					   const uint8_t span_id[8], uint8_t trace_flags,
+					   const struct otel_thread_ctx_attr *attrs, size_t n)
+{
+	struct otel__thread *t;
+	int err;
+
+	if (ctx == NULL || trace_id == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (!ids_valid(trace_id, span_id, trace_flags))
+		return OTEL_THREAD_CTX_EIDS;
+	t = otel__thread_self();
+	if (attached_elsewhere(ctx, t))
+		return OTEL_THREAD_CTX_EBUSY;
+	/* Every field is overwritten: nothing to bring up to date. */
+	err = replace_attrs(ctx, FIELD_ALL, attrs, n);
+	if (err)
+		return err;
+	write_ids(ctx->draft, trace_id, span_id, trace_flags);
+	swap_records(ctx);
+	if (t->ctx == ctx)
 		publish(t, published(ctx));
 	return OTEL_THREAD_CTX_OK;
 }

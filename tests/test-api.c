@@ -371,7 +371,7 @@ START_TEST(every_error_has_its_own_text)
 		OTEL_THREAD_CTX_EATTR,   OTEL_THREAD_CTX_EMAP,    OTEL_THREAD_CTX_ESRCH,
 		OTEL_THREAD_CTX_EPERM,   OTEL_THREAD_CTX_ENOENT,  OTEL_THREAD_CTX_EFORMAT,
 		OTEL_THREAD_CTX_EAGAIN,  OTEL_THREAD_CTX_EFAULT,  OTEL_THREAD_CTX_EDECODE,
-		OTEL_THREAD_CTX_ESYS,
+		OTEL_THREAD_CTX_ESYS,    OTEL_THREAD_CTX_EDUPKEY,
 	};
 	const char *unknown = otel_thread_ctx_strerror(12345);
 	size_t n = sizeof(codes) / sizeof(codes[0]);
@@ -387,6 +387,163 @@ START_TEST(every_error_has_its_own_text)
 		for (size_t j = 0; j < i; j++)
 			ck_assert_str_ne(s, otel_thread_ctx_strerror(codes[j]));
 	}
+}
+END_TEST
+
+START_TEST(update_span_id_commits_in_one_call)
+{
+	otel_thread_ctx *ctx = attached_ctx(), *other = new_ctx(), *prev;
+	struct published before = read_published(), after;
+
+	ck_assert_ok(otel_thread_ctx_update_span_id(ctx, span_b));
+	after = read_published();
+	ck_assert_ptr_ne(after.slot, before.slot);
+	ck_assert_mem_eq(after.rec.span_id, span_b, 8);
+	ck_assert_mem_eq(after.rec.trace_id, trace_a, 16);
+	ck_assert_uint_eq(after.rec.trace_flags, 1);
+	ck_assert_uint_eq(after.rec.attrs_data_size, 7);
+	ck_assert_uint_eq(after.rec.valid, 1);
+	/* Pending edits are committed with it. */
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 6, "x", 1));
+	ck_assert_ok(otel_thread_ctx_update_span_id(ctx, span_a));
+	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 10);
+	ck_assert_ok(otel_thread_ctx_attach(ctx, &prev)); /* nothing pending */
+
+	/* Refusals change nothing. */
+	before = read_published();
+	ck_assert_otel(otel_thread_ctx_update_span_id(NULL, span_b), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_update_span_id(ctx, NULL), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_update_span_id(ctx, zero), OTEL_THREAD_CTX_EIDS);
+	ck_assert_otel(otel_thread_ctx_update_span_id(other, span_b), OTEL_THREAD_CTX_EIDS);
+	assert_unchanged(ctx, &before);
+
+	/* A detached context is committed; the thread's slot is not touched. */
+	ck_assert_ok(otel_thread_ctx_set_ids(other, trace_a, span_a, 0));
+	ck_assert_ok(otel_thread_ctx_update(other));
+	ck_assert_ok(otel_thread_ctx_update_span_id(other, span_b));
+	after = read_published();
+	ck_assert(published_equal(&before, &after));
+	ck_assert_ok(otel_thread_ctx_attach(other, &prev));
+	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_b, 8);
+	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	detach_destroy(other);
+}
+END_TEST
+
+START_TEST(update_span_id_of_a_context_attached_elsewhere_is_busy)
+{
+	struct holder h;
+	otel_thread_ctx *theirs = new_ctx();
+	struct otel_thread_ctx_record rec;
+
+	ck_assert_ok(otel_thread_ctx_set_ids(theirs, trace_a, span_a, 1));
+	holder_start(&h, theirs);
+	ck_assert_otel(otel_thread_ctx_update_span_id(theirs, span_b), OTEL_THREAD_CTX_EBUSY);
+	holder_finish(&h);
+	/* Its record still has the first span, and nothing is pending. */
+	{
+		otel_thread_ctx *prev;
+
+		ck_assert_ok(otel_thread_ctx_update_attach(theirs, &prev));
+	}
+	ck_assert_ok(otel_thread_ctx_read(&rec));
+	ck_assert_mem_eq(rec.span_id, span_a, 8);
+	detach_destroy(theirs);
+}
+END_TEST
+
+START_TEST(set_attrs_refusals_change_nothing)
+{
+	otel_thread_ctx *ctx = attached_ctx();
+	struct published before = read_published();
+	uint8_t big[256];
+	struct otel_thread_ctx_attr a[2] = { { 1, 1, (const uint8_t *)"a" },
+					     { 2, 1, (const uint8_t *)"b" } };
+
+	memset(big, 'z', sizeof(big));
+	ck_assert_otel(otel_thread_ctx_set_attrs(NULL, a, 2), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, NULL, 1), OTEL_THREAD_CTX_ENULL);
+	a[1].key = 256;
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, a, 2), OTEL_THREAD_CTX_EKEY);
+	a[1].key = 1;
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, a, 2), OTEL_THREAD_CTX_EDUPKEY);
+	a[1].key = 2;
+	a[1].value = big;
+	a[1].len = 256;
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, a, 2), OTEL_THREAD_CTX_EVALUE);
+	a[1].value = NULL;
+	a[1].len = 1;
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, a, 2), OTEL_THREAD_CTX_ENULL);
+	a[1].value = (const uint8_t *)"\xc3";
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, a, 2), OTEL_THREAD_CTX_EUTF8);
+	assert_unchanged(ctx, &before);
+	detach_destroy(ctx);
+}
+END_TEST
+
+START_TEST(update_all_replaces_everything_in_one_call)
+{
+	otel_thread_ctx *ctx = attached_ctx(), *other = new_ctx(), *prev;
+	const struct otel_thread_ctx_attr list[] = {
+		{ 3, 4, (const uint8_t *)"PUT " },
+		{ 4, 2, (const uint8_t *)"/x" },
+	};
+	struct otel_thread_ctx_attr bad[2] = { list[0], list[0] };
+	struct published before, after;
+
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 9, "pending", 7)); /* overwritten */
+	before = read_published();
+	ck_assert_ok(otel_thread_ctx_update_all(ctx, trace_a, span_b, 0, list, 2));
+	after = read_published();
+	ck_assert_ptr_ne(after.slot, before.slot);
+	ck_assert_mem_eq(after.rec.trace_id, trace_a, 16);
+	ck_assert_mem_eq(after.rec.span_id, span_b, 8);
+	ck_assert_uint_eq(after.rec.trace_flags, 0);
+	ck_assert_uint_eq(after.rec.attrs_data_size, 10);
+	ck_assert_mem_eq(after.rec.attrs_data, "\x03\x04" "PUT " "\x04\x02" "/x", 10);
+	ck_assert_ok(otel_thread_ctx_attach(ctx, &prev)); /* nothing pending */
+
+	/* Every refusal changes nothing. */
+	before = after;
+	ck_assert_otel(otel_thread_ctx_update_all(NULL, trace_a, span_a, 1, list, 2),
+		       OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_update_all(ctx, NULL, span_a, 1, list, 2),
+		       OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_update_all(ctx, trace_a, NULL, 1, list, 2),
+		       OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_update_all(ctx, trace_a, span_a, 1, NULL, 2),
+		       OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_update_all(ctx, trace_a, zero, 1, list, 2),
+		       OTEL_THREAD_CTX_EIDS);
+	ck_assert_otel(otel_thread_ctx_update_all(ctx, trace_a, span_a, 1, bad, 2),
+		       OTEL_THREAD_CTX_EDUPKEY);
+	assert_unchanged(ctx, &before);
+
+	/* Detached: committed, not published. */
+	ck_assert_ok(otel_thread_ctx_update_all(other, trace_a, span_a, 1, NULL, 0));
+	after = read_published();
+	ck_assert(published_equal(&before, &after));
+	ck_assert_ok(otel_thread_ctx_attach(other, &prev));
+	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_a, 8);
+	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 0);
+	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	detach_destroy(other);
+}
+END_TEST
+
+START_TEST(update_all_of_a_context_attached_elsewhere_is_busy)
+{
+	struct holder h;
+	otel_thread_ctx *theirs = new_ctx(), *prev;
+
+	ck_assert_ok(otel_thread_ctx_set_ids(theirs, trace_a, span_a, 1));
+	holder_start(&h, theirs);
+	ck_assert_otel(otel_thread_ctx_update_all(theirs, trace_a, span_b, 1, NULL, 0),
+		       OTEL_THREAD_CTX_EBUSY);
+	holder_finish(&h);
+	ck_assert_ok(otel_thread_ctx_attach(theirs, &prev)); /* nothing pending */
+	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_a, 8);
+	detach_destroy(theirs);
 }
 END_TEST
 
@@ -406,6 +563,11 @@ Suite *test_suite(void)
 		{ "invalidate", invalidate_and_revalidate },
 		{ "busy-elsewhere", a_context_attached_elsewhere_is_busy },
 		{ "strerror", every_error_has_its_own_text },
+		{ "update-span-id", update_span_id_commits_in_one_call },
+		{ "update-span-id-busy", update_span_id_of_a_context_attached_elsewhere_is_busy },
+		{ "set-attrs-refusals", set_attrs_refusals_change_nothing },
+		{ "update-all", update_all_replaces_everything_in_one_call },
+		{ "update-all-busy", update_all_of_a_context_attached_elsewhere_is_busy },
 	};
 
 	return MAKE_SUITE("api", cases, 0);

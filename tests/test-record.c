@@ -296,6 +296,46 @@ START_TEST(utf8_values)
 }
 END_TEST
 
+START_TEST(set_attrs_writes_the_list_in_order)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	const struct otel_thread_ctx_attr list[] = {
+		{ 9, 3, (const uint8_t *)"GET" },
+		{ 2, 0, NULL },
+		{ 200, 5, (const uint8_t *)"/user" },
+	};
+
+	/* What was there goes, whatever it was. */
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 2, "old", 3));
+	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 7, "gone", 4));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	ck_assert_ok(otel_thread_ctx_set_attrs(ctx, list, 3));
+	assert_attrs(publish(ctx), "\x09\x03" "GET" "\x02\x00" "\xc8\x05" "/user", 14);
+
+	ck_assert_ok(otel_thread_ctx_set_attrs(ctx, NULL, 0));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 0);
+	release(ctx);
+}
+END_TEST
+
+START_TEST(set_attrs_fills_exactly_612_bytes)
+{
+	otel_thread_ctx *ctx = new_ctx();
+	uint8_t v[255];
+	struct otel_thread_ctx_attr list[3] = {
+		{ 0, 255, v }, { 1, 255, v }, { 2, 96, v }, /* 257 + 257 + 98 */
+	};
+
+	memset(v, 'y', sizeof(v));
+	ck_assert_ok(otel_thread_ctx_set_attrs(ctx, list, 3));
+	ck_assert_uint_eq(publish(ctx)->attrs_data_size, 612);
+	list[2].len = 97;
+	ck_assert_otel(otel_thread_ctx_set_attrs(ctx, list, 3), OTEL_THREAD_CTX_ENOSPC);
+	release(ctx);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
@@ -309,6 +349,8 @@ Suite *test_suite(void)
 		{ "attr-remove-clear", remove_and_clear },
 		{ "attr-budget", attributes_fill_exactly_612_bytes },
 		{ "utf8", utf8_values },
+		{ "set-attrs", set_attrs_writes_the_list_in_order },
+		{ "set-attrs-budget", set_attrs_fills_exactly_612_bytes },
 	};
 
 	return MAKE_SUITE("record", cases, 0);

@@ -22,66 +22,89 @@
  * with gcc, with clang before 19 (which cannot emit gnu2 on x86-64) and with
  * whatever -mtls-dialect or -ftls-model it is built with.
  *
- * Why a naked function and not an asm statement inside the callers: an asm
- * statement cannot tell the compiler that it makes a call, and on x86-64
- * that breaks four things at once.
+ * The compiler does not know that this asm makes a call, so the asm does
+ * itself what the compiler would do around one:
  *
- * - Red zone.  In a function it believes is a leaf, the compiler may keep
+ * - Red zone.  In a function the compiler believes is a leaf, it may keep
  *   data in the 128 bytes below %rsp.  The call pushes its return address
  *   there, and resolvers use the area below their own %rsp as well (glibc's
- *   _dl_tlsdesc_dynamic saves %rsi and %rdi at -16(%rsp)).
+ *   _dl_tlsdesc_dynamic saves %rsi and %rdi at -16(%rsp)).  So %rsp first
+ *   moves 128 bytes down.
  * - Stack alignment.  A called function is owed %rsp % 16 == 0 at the call
- *   (the resolver may call C: __tls_get_addr, malloc); inside an arbitrary
- *   function body %rsp has whatever alignment the compiler left.
+ *   (a resolver may call C: __tls_get_addr, malloc); here %rsp has whatever
+ *   alignment the compiler left, so it is rounded down to 16.  The original
+ *   %rsp is kept in a register of the compiler's choosing ([sp]) and put back
+ *   after the add, which does not need the stack.
+ * - Unwind tables.  While %rsp is moved, the function's CFI rule for the
+ *   canonical frame address, usually "%rsp + N", would be wrong, and a
+ *   profiler unwinding from a sample taken in these instructions or inside
+ *   the resolver would lose the stack.  So the compiler hands the asm the
+ *   CFA itself (__builtin_dwarf_cfa(), in [cfa]), and for the duration of the
+ *   asm the CFI says "CFA = [cfa]": right whatever rule the compiler had, and
+ *   whether or not it uses a frame pointer.  The resolver preserves [cfa] like
+ *   every register but %rax, so the rule holds inside it too.  (Only when
+ *   the compiler emits CFI at all: __GCC_HAVE_DWARF2_CFI_ASM.)
  * - Clobbers.  The TLSDESC convention is that the resolver preserves every
- *   register except %rax and the flags, but glibc bug 31372 breaks it before
- *   2.40, in Debian 12's 2.36 among others: _dl_tlsdesc_dynamic, which runs
- *   for a dlopen()ed library that found no room in static TLS, reaches
- *   __tls_get_addr (and malloc and memset) without saving the vector
- *   registers; %xmm0 and %xmm1 were seen overwritten.  An asm statement would
- *   have to list every vector register, and the AVX-512 and mask registers
- *   when the compiler may use them.
- * - Unwind tables.  Realigning %rsp inside an asm statement makes the
- *   caller's CFI wrong for those instructions, and a profiler that unwinds
- *   from a sample taken there, or inside the resolver, loses the stack.
- *
- * A naked function has no prologue or epilogue; the compiler calls it like
- * any other function.  So no red-zone data is live across the call, %rsp is
- * 16-aligned at the call, and the caller already assumes every caller-saved
- * register is lost, the vector registers included: the ordinary call
- * convention covers bug 31372.  Entered with %rsp % 16 == 8, the function
- * moves %rsp down by 8 so that the resolver gets an aligned stack too, and
- * says so to the unwinder (.cfi_adjust_cfa_offset, when the compiler emits
- * CFI at all).  As far as the compiler knows, it returns the address in %rax
- * and clobbers what a call clobbers; what it really changes is %rax, the
- * flags, and whatever a buggy resolver changes.  noipa keeps gcc from
- * computing a narrower clobber set from the (empty) body it can see.
+ *   register except %rax and the flags: hence "=&a" (early-clobbered, so
+ *   that [cfa] is not in %rax) and "cc".  glibc bug 31372 breaks that
+ *   convention before 2.40, in Debian 12's 2.36 among others:
+ *   _dl_tlsdesc_dynamic, which runs for a dlopen()ed library that found no
+ *   room in static TLS, reaches __tls_get_addr (and malloc and memset)
+ *   without saving the vector registers, and %xmm0 and %xmm1 were seen
+ *   overwritten (tests/dlopen/vector-regs.c shows it).  So every vector
+ *   register is declared clobbered, and, when the compiler may use AVX-512,
+ *   the upper sixteen and the mask registers, which glibc's EVEX string
+ *   functions use.  None of them is preserved across calls in the psABI
+ *   anyway, and the library's functions hold no vector value across the
+ *   access, so this costs nothing.  The integer registers are saved by
+ *   every resolver, that one included.
+ * - No "memory" clobber: the asm reads only the GOT and the thread's TLS
+ *   block and writes no object the program can name.  Without volatile the
+ *   compiler may merge two accesses in one function, which is right: the
+ *   address is fixed for the thread.
  */
 #ifdef __GCC_HAVE_DWARF2_CFI_ASM
 #define OTEL__CFI(directive) directive "\n\t"
+#define OTEL__CFA_INPUT [cfa] "r"(__builtin_dwarf_cfa())
 #else
 #define OTEL__CFI(directive)
+#define OTEL__CFA_INPUT
 #endif
 
-#if defined(__clang__)
-#define OTEL__NAKED __attribute__((naked, noinline, unused))
+#ifdef __AVX512F__
+#define OTEL__AVX512_CLOBBERS                                                   \
+	, "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",        \
+	"xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",          \
+	"xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
 #else
-#define OTEL__NAKED __attribute__((naked, noinline, noipa, unused))
+#define OTEL__AVX512_CLOBBERS
 #endif
 
-OTEL__NAKED static void **otel__slot_address(void)
+static inline void **otel__slot_address(void)
 {
-	__asm__("sub	$8, %rsp\n\t"
-		OTEL__CFI(".cfi_adjust_cfa_offset 8")
-		"lea	otel_thread_ctx_v1@tlsdesc(%rip), %rax\n\t"
-		"call	*otel_thread_ctx_v1@tlscall(%rax)\n\t"
-		"add	%fs:0, %rax\n\t"
-		"add	$8, %rsp\n\t"
-		OTEL__CFI(".cfi_adjust_cfa_offset -8")
-		"ret");
+	void **addr;
+	unsigned long saved_sp;
+
+	__asm__("mov	%%rsp, %[sp]\n\t"
+		OTEL__CFI(".cfi_remember_state")
+		OTEL__CFI(".cfi_def_cfa %[cfa], 0")
+		"lea	-128(%%rsp), %%rsp\n\t"
+		"and	$-16, %%rsp\n\t"
+		"lea	otel_thread_ctx_v1@tlsdesc(%%rip), %%rax\n\t"
+		"call	*otel_thread_ctx_v1@tlscall(%%rax)\n\t"
+		"add	%%fs:0, %%rax\n\t"
+		"mov	%[sp], %%rsp"
+		OTEL__CFI("\n\t.cfi_restore_state")
+		: "=&a"(addr), [sp] "=&r"(saved_sp)
+		: OTEL__CFA_INPUT
+		: "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+		  "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
+		  OTEL__AVX512_CLOBBERS);
+	return addr;
 }
 
-#undef OTEL__NAKED
+#undef OTEL__AVX512_CLOBBERS
+#undef OTEL__CFA_INPUT
 #undef OTEL__CFI
 
 #endif /* OTEL_ARCH_X86_64_TLSDESC_H */
