@@ -2,7 +2,7 @@
 /*
  * Not a baseline but a yardstick: the pointer swap done on the library's own
  * slot through the library's own access sequence (otel__thread_self(), the
- * naked TLSDESC function of arch/), in a shared library called through the
+ * inline TLSDESC asm of arch/), in a shared library called through the
  * PLT like the others.  Against (b) it shows what the hand-written sequence
  * costs over the one the compiler inlines; against the API functions, what
  * their bookkeeping costs over the bare access.  The benchmark stores its
