@@ -68,8 +68,7 @@ static void *worker(void *arg)
 		/* Child spans: only the span id changes. */
 		for (int i = 0; i < 3 && !stopping; i++) {
 			random_bytes(&seed, span, sizeof(span));
-			if ((rc = otel_thread_ctx_set_span_id(ctx, span)) != 0 ||
-			    (rc = otel_thread_ctx_update(ctx)) != 0)
+			if ((rc = otel_thread_ctx_update_span_id(ctx, span)) != 0)
 				fail("child span", rc);
 			usleep(200);
 		}
