@@ -36,8 +36,9 @@
  *
  * Signals and locks
  * -----------------
- * No function takes a lock.  attach, update, update_attach, detach,
- * invalidate, current and the setters never allocate and are
+ * The functions that publish and read thread contexts take no lock.  attach,
+ * update, update_attach, update_span_id, update_all, detach, invalidate,
+ * current, the setters and the readers never allocate and are
  * async-signal-safe, with two limits that come from the platform, not from
  * this library: the first attach on each thread registers the thread-exit
  * cleanup with pthread_setspecific(), a plain store in glibc (for the first 32
@@ -46,10 +47,12 @@
  * allocate the thread's TLS block on the thread's first call into the library.
  * A signal handler that interrupts one of these calls on the same thread may
  * read the slot at any time, but must not itself change that thread's
- * attachment or edit the context being changed.  Only otel_thread_ctx_create()
- * allocates; only otel_thread_ctx_destroy() and thread exit free.  (The
- * start-up diagnostic otel_thread_ctx_self_check() is the exception to all of
- * this paragraph: see there.)
+ * attachment or edit the context being changed.  Of the thread-context
+ * functions, only otel_thread_ctx_create() allocates, and only
+ * otel_thread_ctx_destroy() and thread exit free.  Registering an attribute
+ * key, publishing the process context (otel_process_ctx.h) and
+ * otel_thread_ctx_self_check() are start-up work: they may lock and
+ * allocate, as each one's comment says.
  *
  * fork()
  * ------
