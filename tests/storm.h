@@ -181,9 +181,28 @@ static inline unsigned long storm_handled(const struct storm_counts *c)
 
 struct storm_writer {
 	int stop;         /* set (atomically) by another thread to end the loop */
-	uint64_t records; /* sequence numbers published */
+	uint64_t records; /* sequence numbers published (stored atomically) */
 	int rc;           /* first API error, or 0 */
+	int done;         /* set (atomically) by the writer as it returns */
 };
+
+/*
+ * Records the writer must have published before the storm may end.  The
+ * sender stops on this as well as on the signals handled: under qemu-user a
+ * sender can see all its signals handled while the writer, scheduled
+ * unevenly, has run only a few hundred iterations.
+ */
+#define STORM_MIN_RECORDS 1000u
+
+/* Whether the sender may stop: enough reads and records, or the writer
+ * has stopped by itself (on an error, which the test then reports). */
+static inline int storm_done(const struct storm_writer *w, const struct storm_counts *c,
+			     unsigned long want)
+{
+	return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) ||
+	       (storm_handled(c) >= want &&
+		__atomic_load_n(&w->records, __ATOMIC_RELAXED) > STORM_MIN_RECORDS);
+}
 
 /*
  * The writer thread: publishes record n, n + 1, ... until w->stop, by every
@@ -205,6 +224,7 @@ static inline void *storm_writer(void *arg)
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
 	while (rc == 0 && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&w->records, n, __ATOMIC_RELAXED);
 		n++;
 		switch (n % 5) {
 		case 0:
@@ -240,8 +260,9 @@ static inline void *storm_writer(void *arg)
 		rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
 	STORM_CALL(otel_thread_ctx_destroy)(cur);
 	STORM_CALL(otel_thread_ctx_destroy)(other);
-	w->records = n;
+	__atomic_store_n(&w->records, n, __ATOMIC_RELAXED);
 	w->rc = rc;
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
