@@ -667,6 +667,18 @@ static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsig
 	return err;
 }
 
+/* The target of a read: 0 and the caller's own PID mean this process.
+ * False for a negative PID. */
+static bool resolve_target(pid_t *pid, bool *self)
+{
+	if (*pid < 0)
+		return false;
+	*self = *pid == 0 || *pid == getpid();
+	if (*self)
+		*pid = getpid();
+	return true;
+}
+
 OTEL_EXPORT int otel_process_ctx_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
 					 struct otel_process_ctx_snapshot **out)
 {
@@ -675,11 +687,8 @@ OTEL_EXPORT int otel_process_ctx_read_at(pid_t pid, uint64_t mapping, unsigned i
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (pid < 0)
+	if (!resolve_target(&pid, &self))
 		return OTEL_THREAD_CTX_ESRCH;
-	self = pid == 0 || pid == getpid();
-	if (self)
-		pid = getpid();
 	if (mapping == 0 || mapping > UINT64_MAX - HEADER_SIZE)
 		return OTEL_THREAD_CTX_ENOENT;
 	return read_candidate(pid, self, &c, attempts ? attempts : OTEL_PROCESS_CTX_READ_ATTEMPTS,
@@ -696,11 +705,8 @@ OTEL_EXPORT int otel_process_ctx_read(pid_t pid, unsigned int attempts,
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (pid < 0)
+	if (!resolve_target(&pid, &self))
 		return OTEL_THREAD_CTX_ESRCH;
-	self = pid == 0 || pid == getpid();
-	if (self)
-		pid = getpid();
 	if (attempts == 0)
 		attempts = OTEL_PROCESS_CTX_READ_ATTEMPTS;
 	err = find_candidates(pid, self, c, &n);
