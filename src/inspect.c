@@ -568,6 +568,27 @@ static bool is_thread_of(pid_t pid, pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
+/* Has thread `tid` exited (or is it exiting: a zombie), or is it gone? */
+static bool thread_exiting(pid_t pid, pid_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	return p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+}
+
 /*
  * Waits for the interrupt to stop `tid`.  Returns 0 with *resend the signal
  * to hand back at detach (0 for none), or ESRCH when the thread exited.
@@ -649,6 +670,9 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 	read_comm(insp->info.pid, tid, out->name);
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
 		out->sys_errno = errno;
+		/* The kernel refuses to attach to an exiting thread (EPERM). */
+		if (errno == ESRCH || (errno == EPERM && thread_exiting(insp->info.pid, tid)))
+			return out->status = OTEL_THREAD_CTX_ESRCH;
 		return out->status = from_errno(errno) == OTEL_THREAD_CTX_EFAULT ?
 					     OTEL_THREAD_CTX_ESYS : from_errno(errno);
 	}
