@@ -109,7 +109,7 @@ enum {
 	HOSTILE_TRUNCATED,  /* the second entry runs past attrs_data_size */
 	HOSTILE_DUPLICATE,  /* key 1 twice: the last wins */
 	HOSTILE_INVALID,    /* valid = 7 */
-	HOSTILE_UNMAPPED,   /* the slot points to unmapped memory */
+	HOSTILE_UNMAPPED,   /* the slot points to memory that cannot be read */
 	HOSTILE_MISALIGNED, /* the slot points to an odd address */
 	HOSTILE_HALF_IDS,   /* a trace id without a span id */
 	HOSTILE_COUNT

@@ -122,9 +122,11 @@ static void publish_hostile(int kind)
 
 	hostile_record(kind, r);
 	if (kind == HOSTILE_UNMAPPED) {
-		void *page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		/* Reserved but inaccessible: unlike an unmapped page, no
+		 * later mapping (a thread's stack) can take its place. */
+		void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		if (page == MAP_FAILED || munmap(page, 4096) != 0)
+		if (page == MAP_FAILED)
 			die("mmap");
 		p = page;
 	} else if (kind == HOSTILE_MISALIGNED) {
