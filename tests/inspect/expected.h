@@ -51,15 +51,17 @@ static inline void expected_for(int i, struct expected_thread *e)
 {
 	static const char *const indexes[] = { "0", "1", "2", "3", "4", "5", "6", "7" };
 	static const char *const routes[] = { "GET /a", "POST /orders/{id}", "", "PUT /cart" };
-	static char tenant[256];
+#define EXPECTED_X10 "xxxxxxxxxx"
+#define EXPECTED_X50 EXPECTED_X10 EXPECTED_X10 EXPECTED_X10 EXPECTED_X10 EXPECTED_X10
+	/* 250 bytes; constant, as threads of the target share it. */
+	static const char tenant[] = EXPECTED_X50 EXPECTED_X50 EXPECTED_X50 EXPECTED_X50
+		EXPECTED_X50;
 
 	for (int b = 0; b < 16; b++)
 		e->trace_id[b] = (uint8_t)(0x10 * (i + 1) + b);
 	for (int b = 0; b < 8; b++)
 		e->span_id[b] = (uint8_t)(0xa0 + 8 * i + b);
 	e->flags = (uint8_t)(i % 2);
-	memset(tenant, 'x', 250);
-	tenant[250] = '\0';
 	e->nattrs = 0;
 	e->attrs[e->nattrs++] = (struct expected_attr){ 0, indexes[i % 8] };
 	e->attrs[e->nattrs++] = (struct expected_attr){ 1, routes[i % 4] };
