@@ -42,7 +42,7 @@ struct expected_thread {
 
 static inline void expected_name(int i, char name[16])
 {
-	snprintf(name, 16, i == EXPECTED_IDLE ? "idle-%d" : "values-%d", i);
+	snprintf(name, 16, "%s-%u", i == EXPECTED_IDLE ? "idle" : "values", (unsigned)i % 100u);
 }
 
 /* Thread i's record: distinct ids, flags 0 or 1, a few attributes, one
