@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,10 +202,15 @@ static int list_mapped_files(pid_t pid, struct mapped_file **out, size_t *n)
 static int open_module(pid_t pid, const char *path, struct otel__elf **elf)
 {
 	char buf[PATH_MAX + 64];
+	struct stat st;
 
+	/* Regular files only: opening a mapped device could have effects. */
 	snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path);
-	if (otel__elf_open_path(elf, buf, 0, NULL) == 0)
+	if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+	    otel__elf_open_path(elf, buf, 0, NULL) == 0)
 		return 0;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;
 	return otel__elf_open_path(elf, path, 0, NULL);
 }
 

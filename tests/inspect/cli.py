@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The otel-thread-ctx-inspect command line against a live target.
 
-usage: cli.py INSPECTOR TARGET [--skip REASON]
+usage: cli.py INSPECTOR TARGET DLOPEN_TARGET NOACCESS_MODULE [--skip REASON]
 
 Table and --json output carry exactly the values the target published
 (tests/inspect/expected.h, mirrored below); --count repeats; the exit
 codes of the README: 2 usage, 3 no such process, 4 permission, 5 no slot,
-8 broken records.  The targets must still end well afterwards.
+6 unsupported model, 8 broken records.  The targets must still end well afterwards.
 """
 import json
 import os
@@ -42,8 +42,8 @@ def check(cond, what):
 
 
 class Target:
-    def __init__(self, path, mode):
-        self.p = subprocess.Popen([path, mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def __init__(self, path, mode, *args):
+        self.p = subprocess.Popen([path, *args, mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         line = self.p.stdout.readline().decode()
         check(line.startswith("ready"), f"target said {line!r}")
         self.tids = [int(x.split(":")[0]) for x in line.split()[1:]]
@@ -62,14 +62,14 @@ def run(inspector, *args, user=None):
 
 
 def main(argv):
-    if len(argv) >= 4 and argv[3] == "--skip":
-        print(f"SKIP: {argv[4]}")
+    if len(argv) >= 7 and argv[5] == "--skip":
+        print(f"SKIP: {argv[6]}")
         return 77
-    if len(argv) != 3:
+    if len(argv) != 5:
         print(__doc__, file=sys.stderr)
         return 2
-    inspector, target = argv[1], argv[2]
-    for f in (inspector, target):
+    inspector, target, dlopen_target, noaccess = argv[1:5]
+    for f in (inspector, target, dlopen_target):
         check(os.access(f, os.X_OK), f"{f} is not an executable")
 
     t = Target(target, "values")
@@ -131,7 +131,11 @@ def main(argv):
     check(rc == 3 and "no such process" in err, f"exited process: exit {rc}, {err!r}")
     rc, _, err = run(inspector, os.getpid())
     check(rc == 5 and "otel_thread_ctx_v1" in err, f"no slot: exit {rc}, {err!r}")
-    print("exit codes 2, 3 and 5 as documented")
+    t = Target(dlopen_target, "manual", "--lib", noaccess)
+    rc, _, err = run(inspector, t.p.pid)
+    check(rc == 6 and "access model" in err, f"unsupported model: exit {rc}, {err!r}")
+    t.finish()
+    print("exit codes 2, 3, 5 and 6 as documented")
 
     # Broken records: reported, exit 8, the target unharmed.
     t = Target(target, "hostile")

@@ -427,6 +427,22 @@ static void run_errors(char **argv)
 	printf("ESRCH, ENOSLOT, ENULL as documented; the target kept running\n");
 }
 
+/* A module that defines the slot but never reaches it: no relocation says
+ * where it is, so the inspector must refuse it (EMODEL), harmlessly. */
+static void run_unsupported(char **argv)
+{
+	otel_thread_ctx_inspector *insp = NULL;
+	struct target t;
+	int rc;
+
+	start_target(&t, argv, "manual");
+	rc = otel_thread_ctx_inspect_open(t.pid, &insp);
+	CHECK(rc == OTEL_THREAD_CTX_EMODEL && insp == NULL, "open: %d (%s)", rc,
+	      otel_thread_ctx_strerror(rc));
+	finish_target(&t);
+	printf("a slot without accesses: EMODEL; the target kept running\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode, *model;
@@ -449,6 +465,8 @@ int main(int argc, char **argv)
 		run_churn(argv + 3, model);
 	else if (strcmp(mode, "errors") == 0)
 		run_errors(argv + 3);
+	else if (strcmp(mode, "unsupported") == 0)
+		run_unsupported(argv + 3);
 	else
 		CHECK(0, "unknown mode %s", mode);
 	return 0;
