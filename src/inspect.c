@@ -357,10 +357,11 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	if (err != 0)
 		return err;
 	if (nfiles == 0) {
-		/* No mappings visible: gone, a kernel thread, or not ours. */
+		/* No file mapped: gone, or a kernel thread (maps that may not
+		 * be read fail to open, above). */
 		free(files);
 		return kill(pid, 0) != 0 && errno == ESRCH ? OTEL_THREAD_CTX_ESRCH :
-							     OTEL_THREAD_CTX_EPERM;
+							     OTEL_THREAD_CTX_ENOSLOT;
 	}
 	insp = calloc(1, sizeof(*insp));
 	if (insp == NULL) {
