@@ -217,6 +217,13 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_ESYS = -30,
 	/* otel_thread_ctx_set_attrs(): the same key twice. */
 	OTEL_THREAD_CTX_EDUPKEY = -31,
+	/* Inspector (otel_thread_ctx_inspect.h): no loaded module of the
+	 * process defines otel_thread_ctx_v1. */
+	OTEL_THREAD_CTX_ENOSLOT = -32,
+	/* Inspector: the slot is reached in a way the inspector does not
+	 * support (local-dynamic, no access at all, another architecture, an
+	 * unknown C library where the DTV is needed). */
+	OTEL_THREAD_CTX_EMODEL = -33,
 };
 
 /* A static, English description of an error code; never NULL. */

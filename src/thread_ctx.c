@@ -328,6 +328,10 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "a system call failed (see errno)";
 	case OTEL_THREAD_CTX_EDUPKEY:
 		return "the same attribute key is given twice";
+	case OTEL_THREAD_CTX_ENOSLOT:
+		return "no loaded module of the process defines otel_thread_ctx_v1";
+	case OTEL_THREAD_CTX_EMODEL:
+		return "the slot is reached through a TLS access model the inspector does not support";
 	}
 	return "unknown otel-thread-ctx error";
 }

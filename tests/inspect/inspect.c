@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The inspector against a live target (target.c), started here as a child:
+ *
+ *   inspect [--skip REASON] MODE MODEL TARGET [TARGET ARGS...]
+ *
+ * MODE is the target's mode (values, manual, storm, hostile, churn) or
+ * `errors`; MODEL the access model the inspector must find for the first
+ * module ("-": any).  Every mode ends by letting the target check that all
+ * its threads kept running, and the target's exit status must be 0.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "expected.h"
+#include "minitest.h"
+#include "otel_thread_ctx_inspect.h"
+#include "testenv.h"
+
+struct target {
+	pid_t pid;
+	int in, out; /* its stdin (ours to write), its stdout (ours to read) */
+	int n;
+	pid_t tid[EXPECTED_MAX_THREADS];
+	uint64_t slot[EXPECTED_MAX_THREADS];
+};
+
+static void start_target(struct target *t, char **argv, const char *mode)
+{
+	int in[2], out[2];
+	char line[1024], *p;
+	size_t len = 0;
+	int argc = 0;
+	char *args[16];
+
+	while (argv[argc] != NULL && argc < 13) {
+		args[argc] = argv[argc];
+		argc++;
+	}
+	if (mode != NULL)
+		args[argc++] = (char *)mode;
+	args[argc] = NULL;
+	CHECK(pipe(in) == 0 && pipe(out) == 0, "pipe");
+	fflush(NULL);
+	t->pid = fork();
+	CHECK(t->pid >= 0, "fork");
+	if (t->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+		execv(args[0], args);
+		perror("execv");
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	t->in = in[1];
+	t->out = out[0];
+	while (len < sizeof(line) - 1) {
+		ssize_t got = read(t->out, line + len, 1);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		CHECK(got == 1, "the target ended before it was ready (see its stderr)");
+		if (line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = '\0';
+	CHECK(strncmp(line, "ready", 5) == 0, "target said \"%s\"", line);
+	t->n = 0;
+	p = line + 5;
+	while (*p == ' ' && t->n < EXPECTED_MAX_THREADS) {
+		char *end;
+
+		t->tid[t->n] = (pid_t)strtol(p + 1, &end, 10);
+		CHECK(*end == ':', "bad ready line \"%s\"", line);
+		t->slot[t->n] = strtoull(end + 1, &p, 16);
+		t->n++;
+	}
+}
+
+/* Lets the target check its threads and end; its status must be 0. */
+static void finish_target(struct target *t)
+{
+	int status;
+
+	close(t->in);
+	CHECK(waitpid(t->pid, &status, 0) == t->pid, "waitpid: %s", strerror(errno));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the target did not end well after the inspection (status 0x%x)", status);
+	close(t->out);
+}
+
+static otel_thread_ctx_inspector *open_checked(const struct target *t, const char *model)
+{
+	otel_thread_ctx_inspector *insp = NULL;
+	const struct otel_thread_ctx_inspect_info *info;
+	int rc = otel_thread_ctx_inspect_open(t->pid, &insp);
+
+	CHECK(rc == 0, "inspect_open: %s", otel_thread_ctx_strerror(rc));
+	info = otel_thread_ctx_inspect_info(insp);
+	CHECK(info != NULL && info->pid == t->pid && info->module_count >= 1, "info");
+	printf("slot in %s: %s", info->modules[0].path,
+	       otel_thread_ctx_inspect_model_name(info->modules[0].model));
+	if (info->modules[0].model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
+	    info->modules[0].model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
+		printf(" (module %llu, offset %llu)\n", (unsigned long long)info->modules[0].module_id,
+		       (unsigned long long)info->modules[0].dtv_offset);
+	else
+		printf(" (thread pointer %+lld)\n", (long long)info->modules[0].tp_offset);
+	if (strcmp(model, "-") != 0)
+		CHECK(strcmp(otel_thread_ctx_inspect_model_name(info->modules[0].model), model) == 0,
+		      "model %s, expected %s",
+		      otel_thread_ctx_inspect_model_name(info->modules[0].model), model);
+	return insp;
+}
+
+static void check_keys(otel_thread_ctx_inspector *insp)
+{
+	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
+
+	CHECK(info->process_ctx_status == 0, "process context: %s",
+	      otel_thread_ctx_strerror(info->process_ctx_status));
+	for (unsigned k = 0; k < EXPECTED_KEYS; k++) {
+		const char *name = otel_thread_ctx_inspect_key_name(insp, k);
+
+		CHECK(name != NULL && strcmp(name, expected_key_name(k)) == 0,
+		      "key %u is \"%s\", expected \"%s\"", k, name ? name : "(none)",
+		      expected_key_name(k));
+	}
+	CHECK(otel_thread_ctx_inspect_key_name(insp, EXPECTED_KEYS) == NULL, "a key too many");
+}
+
+static const struct otel_thread_ctx_inspect_thread *
+find(const struct otel_thread_ctx_inspect_thread *th, size_t n, pid_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (th[i].tid == tid)
+			return &th[i];
+	mt_fail(__FILE__, __LINE__, "thread %d not listed", (int)tid);
+}
+
+/* The attribute walk of a thread's record gives exactly e's. */
+static void check_record(const struct otel_thread_ctx_inspect_thread *t, int i)
+{
+	struct expected_thread e;
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+	unsigned k = 0;
+
+	expected_for(i, &e);
+	CHECK(t->status == 0, "thread %d (%s): %s", (int)t->tid, t->name,
+	      otel_thread_ctx_strerror(t->status));
+	CHECK(memcmp(t->record.trace_id, e.trace_id, 16) == 0, "thread %d: trace id", i);
+	CHECK(memcmp(t->record.span_id, e.span_id, 8) == 0, "thread %d: span id", i);
+	CHECK(t->record.trace_flags == e.flags, "thread %d: flags %u", i, t->record.trace_flags);
+	CHECK(t->anomalies == 0, "thread %d: anomalies 0x%x", i, t->anomalies);
+	otel_thread_ctx_attr_iter_init(&it, &t->record);
+	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+		CHECK(k < e.nattrs, "thread %d: more attributes than published", i);
+		CHECK(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
+			      memcmp(a.value, e.attrs[k].value, a.len) == 0,
+		      "thread %d: attribute %u differs (key %u, %u bytes)", i, k, a.key, a.len);
+		k++;
+	}
+	CHECK(k == e.nattrs, "thread %d: %u attributes, expected %u", i, k, e.nattrs);
+}
+
+static void run_values(char **argv, const char *model, const char *mode)
+{
+	struct target t;
+	struct otel_thread_ctx_inspect_thread th[64];
+	otel_thread_ctx_inspector *insp;
+	size_t n = 0;
+	char name[16];
+
+	start_target(&t, argv, mode);
+	CHECK(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
+	insp = open_checked(&t, model);
+	if (strcmp(mode, "values") == 0)
+		check_keys(insp);
+	CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+	/* (and, under TSan, its background thread) */
+	CHECK(n >= EXPECTED_THREADS + 1, "%zu threads listed", n);
+	for (int i = 0; i < t.n; i++) {
+		const struct otel_thread_ctx_inspect_thread *r = find(th, n, t.tid[i]);
+
+		expected_name(i, name);
+		CHECK(strcmp(r->name, name) == 0, "thread %d named \"%s\"", i, r->name);
+		if (i == EXPECTED_IDLE) {
+			CHECK(r->status == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
+			      otel_thread_ctx_strerror(r->status));
+			continue;
+		}
+		check_record(r, i);
+		CHECK(r->slot_address == t.slot[i], "thread %d: slot at 0x%llx, the loader says 0x%llx",
+		      i, (unsigned long long)r->slot_address, (unsigned long long)t.slot[i]);
+	}
+	/* The main thread publishes nothing. */
+	CHECK(find(th, n, t.pid)->status == OTEL_THREAD_CTX_ENOCTX, "main thread");
+	otel_thread_ctx_inspect_close(insp);
+	finish_target(&t);
+	printf("%d threads read exactly as published\n", EXPECTED_THREADS - 1);
+}
+
+static void run_storm(char **argv, const char *model)
+{
+	unsigned long samples = env_count("OTEL_TEST_INSPECT_SAMPLES", 5000);
+	unsigned long ok = 0, torn = 0, invalid = 0, noctx = 0, backwards = 0, distinct = 0;
+	uint64_t last = 0;
+	struct target t;
+	struct otel_thread_ctx_inspect_thread th;
+	otel_thread_ctx_inspector *insp;
+
+	start_target(&t, argv, "storm");
+	insp = open_checked(&t, model);
+	for (unsigned long s = 0; s < samples; s++) {
+		int rc = otel_thread_ctx_inspect_thread(insp, t.tid[0], &th);
+		struct otel_thread_ctx_attr a;
+		uint8_t trace[16], span[8];
+		char value[24];
+		uint64_t n = 0;
+
+		/* Room for the writer to run between two reads. */
+		usleep(20);
+		if (rc == OTEL_THREAD_CTX_EINVALID) {
+			invalid++;
+			continue;
+		}
+		if (rc == OTEL_THREAD_CTX_ENOCTX && ok == 0) {
+			noctx++; /* before its first commit */
+			continue;
+		}
+		CHECK(rc == 0, "sample %lu: %s", s, otel_thread_ctx_strerror(rc));
+		for (int b = 7; b >= 0; b--)
+			n = n << 8 | th.record.span_id[b];
+		storm_fill(n, trace, span, value);
+		if (memcmp(th.record.trace_id, trace, 16) != 0 ||
+		    memcmp(th.record.span_id, span, 8) != 0 ||
+		    !otel_thread_ctx_record_attr(&th.record, STORM_KEY, &a) ||
+		    a.len != strlen(value) || memcmp(a.value, value, a.len) != 0) {
+			torn++;
+			continue;
+		}
+		ok++;
+		if (n < last)
+			backwards++;
+		if (n != last)
+			distinct++;
+		last = n;
+	}
+	otel_thread_ctx_inspect_close(insp);
+	finish_target(&t);
+	printf("storm: %lu samples: %lu consistent (%lu distinct records, last %llu), %lu torn, "
+	       "%lu invalid, %lu before the first commit, %lu going backwards\n",
+	       samples, ok, distinct, (unsigned long long)last, torn, invalid, noctx, backwards);
+	CHECK(torn == 0, "%lu torn records", torn);
+	CHECK(backwards == 0, "%lu records older than one read before", backwards);
+	CHECK(ok > 0 && distinct >= 2, "the storm thread was not seen making progress");
+}
+
+static void run_hostile(char **argv)
+{
+	struct target t;
+	struct otel_thread_ctx_inspect_thread th[64];
+	const struct otel_thread_ctx_inspect_thread *r;
+	struct otel_thread_ctx_attr a;
+	otel_thread_ctx_inspector *insp;
+	size_t n = 0;
+
+	start_target(&t, argv, "hostile");
+	CHECK(t.n == HOSTILE_COUNT, "%d threads", t.n);
+	insp = open_checked(&t, "-");
+	CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+
+	r = find(th, n, t.tid[HOSTILE_OVERSIZED]);
+	CHECK(r->status == 0 && (r->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED) &&
+		      r->attrs_data_size == 2000 && r->record.attrs_data_size == 612,
+	      "oversized: status %d anomalies 0x%x size %u", r->status, r->anomalies,
+	      r->attrs_data_size);
+	CHECK(otel_thread_ctx_record_attr(&r->record, 1, &a) && a.len == 253 && a.value[252] == 'y',
+	      "oversized: key 1");
+	CHECK(otel_thread_ctx_record_attr(&r->record, 2, &a) && a.len == 200 && a.value[199] == 'z',
+	      "oversized: key 2");
+
+	r = find(th, n, t.tid[HOSTILE_TRUNCATED]);
+	CHECK(r->status == 0 && r->anomalies == OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY,
+	      "truncated: status %d anomalies 0x%x", r->status, r->anomalies);
+	CHECK(otel_thread_ctx_record_attr(&r->record, 1, &a) && a.len == 3 &&
+		      memcmp(a.value, "abc", 3) == 0, "truncated: key 1");
+	CHECK(!otel_thread_ctx_record_attr(&r->record, 2, &a), "truncated: key 2 decoded");
+
+	r = find(th, n, t.tid[HOSTILE_DUPLICATE]);
+	CHECK(r->status == 0 && r->anomalies == 0, "duplicate: status %d", r->status);
+	CHECK(otel_thread_ctx_record_attr(&r->record, 1, &a) && a.len == 4 &&
+		      memcmp(a.value, "last", 4) == 0, "duplicate: the last entry does not win");
+
+	r = find(th, n, t.tid[HOSTILE_INVALID]);
+	CHECK(r->status == OTEL_THREAD_CTX_EINVALID, "invalid: status %d", r->status);
+	r = find(th, n, t.tid[HOSTILE_UNMAPPED]);
+	CHECK(r->status == OTEL_THREAD_CTX_EFAULT && r->record_address != 0,
+	      "unmapped: status %d", r->status);
+	r = find(th, n, t.tid[HOSTILE_MISALIGNED]);
+	CHECK(r->status == OTEL_THREAD_CTX_EFORMAT && r->record_address % 2 == 1,
+	      "misaligned: status %d", r->status);
+	r = find(th, n, t.tid[HOSTILE_HALF_IDS]);
+	CHECK(r->status == 0 && r->anomalies == OTEL_THREAD_CTX_INSPECT_HALF_IDS,
+	      "half ids: status %d anomalies 0x%x", r->status, r->anomalies);
+	otel_thread_ctx_inspect_close(insp);
+	finish_target(&t);
+	printf("%d broken records reported as such; the target kept running\n", HOSTILE_COUNT);
+}
+
+static void run_churn(char **argv, const char *model)
+{
+	unsigned long rounds = env_count("OTEL_TEST_INSPECT_ROUNDS", 300);
+	unsigned long ok = 0, noctx = 0, exited = 0;
+	struct otel_thread_ctx_inspect_thread th[64];
+	otel_thread_ctx_inspector *insp;
+	struct target t;
+
+	start_target(&t, argv, "churn");
+	insp = open_checked(&t, model);
+	for (unsigned long round = 0; round < rounds; round++) {
+		size_t n = 0;
+
+		CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+		for (size_t i = 0; i < n && i < 64; i++) {
+			if (th[i].status == OTEL_THREAD_CTX_ENOCTX) {
+				noctx++;
+			} else if (th[i].status == OTEL_THREAD_CTX_ESRCH) {
+				exited++;
+			} else {
+				check_record(&th[i], 0);
+				ok++;
+			}
+		}
+	}
+	otel_thread_ctx_inspect_close(insp);
+	finish_target(&t);
+	printf("churn: %lu rounds: %lu records read, %lu threads without context, "
+	       "%lu exited while being read\n", rounds, ok, noctx, exited);
+	CHECK(noctx > 0, "the main and the churning threads were never seen");
+}
+
+/* Errors the inspector must report without harm. */
+static void run_errors(char **argv)
+{
+	otel_thread_ctx_inspector *insp = NULL;
+	struct otel_thread_ctx_inspect_thread th;
+	struct target t;
+	pid_t gone, plain;
+	int status, rc;
+
+	CHECK(otel_thread_ctx_inspect_open(1, NULL) == OTEL_THREAD_CTX_ENULL, "NULL out");
+	CHECK(otel_thread_ctx_inspect_open(0, &insp) == OTEL_THREAD_CTX_ESRCH && insp == NULL,
+	      "pid 0");
+	/* A process that has exited (and been reaped). */
+	gone = fork();
+	CHECK(gone >= 0, "fork");
+	if (gone == 0)
+		_exit(0);
+	CHECK(waitpid(gone, &status, 0) == gone, "waitpid");
+	rc = otel_thread_ctx_inspect_open(gone, &insp);
+	CHECK(rc == OTEL_THREAD_CTX_ESRCH && insp == NULL, "exited process: %d", rc);
+	/* A process without the slot: a shell, once it has said so (then
+	 * the exec is done). */
+	{
+		char *sh[] = { "/bin/sh", "-c", "echo ready 0:0; read x", NULL };
+		struct target shell;
+
+		start_target(&shell, sh, NULL);
+		plain = shell.pid;
+		rc = otel_thread_ctx_inspect_open(plain, &insp);
+		CHECK(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL,
+		      "a process without the slot: %d", rc);
+		close(shell.in);
+		close(shell.out);
+	}
+	kill(plain, SIGKILL);
+	waitpid(plain, &status, 0);
+
+	start_target(&t, argv, "values");
+	insp = open_checked(&t, "-");
+	/* A thread id that is not one of the target's. */
+	CHECK(otel_thread_ctx_inspect_thread(insp, getpid(), &th) == OTEL_THREAD_CTX_ESRCH,
+	      "a thread of another process");
+	CHECK(otel_thread_ctx_inspect_thread(insp, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL, "NULL");
+	CHECK(otel_thread_ctx_inspect_thread(insp, t.tid[0], &th) == 0, "thread 0");
+	/* Without the right to ptrace it: an unprivileged child tries. */
+	if (geteuid() == 0) {
+		pid_t child = fork();
+
+		CHECK(child >= 0, "fork");
+		if (child == 0) {
+			otel_thread_ctx_inspector *other = NULL;
+			int r;
+
+			if (setgid(65534) != 0 || setuid(65534) != 0)
+				_exit(3);
+			r = otel_thread_ctx_inspect_open(t.pid, &other);
+			_exit(r == OTEL_THREAD_CTX_EPERM && other == NULL ? 0 : 4);
+		}
+		CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status),
+		      "unprivileged child");
+		CHECK(WEXITSTATUS(status) == 0, "an unprivileged reader did not get EPERM (%d)",
+		      WEXITSTATUS(status));
+		printf("an unprivileged reader gets EPERM\n");
+	} else {
+		printf("not root: the EPERM case is not tried here\n");
+	}
+	otel_thread_ctx_inspect_close(insp);
+	finish_target(&t);
+	otel_thread_ctx_inspect_close(NULL);
+	CHECK(otel_thread_ctx_inspect_info(NULL) == NULL, "info(NULL)");
+	CHECK(otel_thread_ctx_inspect_key_name(NULL, 0) == NULL, "key_name(NULL)");
+	CHECK(strcmp(otel_thread_ctx_inspect_model_name(99), "unknown") == 0, "model name");
+	printf("ESRCH, ENOSLOT, ENULL as documented; the target kept running\n");
+}
+
+/* A module that defines the slot but never reaches it: no relocation says
+ * where it is, so the inspector must refuse it (EMODEL), harmlessly. */
+static void run_unsupported(char **argv)
+{
+	otel_thread_ctx_inspector *insp = NULL;
+	struct target t;
+	int rc;
+
+	start_target(&t, argv, "manual");
+	rc = otel_thread_ctx_inspect_open(t.pid, &insp);
+	CHECK(rc == OTEL_THREAD_CTX_EMODEL && insp == NULL, "open: %d (%s)", rc,
+	      otel_thread_ctx_strerror(rc));
+	finish_target(&t);
+	printf("a slot without accesses: EMODEL; the target kept running\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode, *model;
+
+	if (argc >= 3 && strcmp(argv[1], "--skip") == 0)
+		skip("%s", argv[2]);
+	if (argc < 4) {
+		fprintf(stderr, "usage: inspect [--skip REASON] MODE MODEL TARGET [ARGS...]\n");
+		return 2;
+	}
+	mode = argv[1];
+	model = argv[2];
+	if (strcmp(mode, "values") == 0 || strcmp(mode, "manual") == 0)
+		run_values(argv + 3, model, mode);
+	else if (strcmp(mode, "storm") == 0)
+		run_storm(argv + 3, model);
+	else if (strcmp(mode, "hostile") == 0)
+		run_hostile(argv + 3);
+	else if (strcmp(mode, "churn") == 0)
+		run_churn(argv + 3, model);
+	else if (strcmp(mode, "errors") == 0)
+		run_errors(argv + 3);
+	else if (strcmp(mode, "unsupported") == 0)
+		run_unsupported(argv + 3);
+	else
+		CHECK(0, "unknown mode %s", mode);
+	return 0;
+}

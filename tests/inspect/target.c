@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process the inspector tests read from outside.  Built linked with the
+ * shared or the static library (-DTARGET_LINKED), or loading a module with
+ * dlopen() from the path given with --lib.
+ *
+ *   target [--lib PATH] MODE
+ *
+ * MODE:
+ *   values   WORKERS threads publish known records (expected.h) through
+ *            the library; one more thread publishes nothing
+ *   manual   the same records, built here and stored in the slot directly
+ *            (for a module that only defines the slot, --lib gd-slot)
+ *   storm    one thread commits records derived from one counter as fast
+ *            as it can (expected.h, storm_fill)
+ *   hostile  one thread per broken record (expected.h, HOSTILE_*)
+ *   churn    threads that attach a context and exit, started one after
+ *            another for as long as the target runs
+ *
+ * It publishes a process context naming the keys (when the module has the
+ * library), prints "ready" and, per thread to check, " TID:SLOT" (SLOT: the
+ * slot's address in that thread, from dlsym()), then waits for stdin to
+ * close.  It exits 0 only if every thread was still making progress after
+ * the inspection, so a target left stopped, or killed, fails the test.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "expected.h"
+#include "otel_process_ctx.h"
+#include "otel_thread_ctx.h"
+
+struct api {
+	int (*create)(otel_thread_ctx **);
+	int (*update_all)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t,
+			  const struct otel_thread_ctx_attr *, size_t);
+	int (*update_attach)(otel_thread_ctx *, otel_thread_ctx **);
+	int (*key_register)(const char *, unsigned int *);
+	int (*publish)(const struct otel_process_ctx_attr *, size_t);
+};
+
+static struct api api;
+static void *handle;
+
+struct thread {
+	pthread_t t;
+	int index;
+	pid_t tid;
+	uintptr_t slot;
+	unsigned long progress;
+};
+
+static struct thread threads[EXPECTED_MAX_THREADS];
+static int nthreads;
+static pthread_barrier_t ready;
+static int stopping; /* atomic */
+static const char *mode;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "target: %s\n", what);
+	exit(1);
+}
+
+static void *sym(const char *name)
+{
+	void *p = dlsym(handle, name);
+
+	if (p == NULL)
+		die(dlerror());
+	return p;
+}
+
+static const struct otel_thread_ctx_record **slot(void)
+{
+	return (const struct otel_thread_ctx_record **)sym("otel_thread_ctx_v1");
+}
+
+static void publish_library(int i)
+{
+	struct expected_thread e;
+	struct otel_thread_ctx_attr attrs[EXPECTED_MAX_ATTRS];
+	otel_thread_ctx *ctx, *prev;
+
+	expected_for(i, &e);
+	for (unsigned k = 0; k < e.nattrs; k++) {
+		attrs[k].key = e.attrs[k].key;
+		attrs[k].len = (unsigned)strlen(e.attrs[k].value);
+		attrs[k].value = (const uint8_t *)e.attrs[k].value;
+	}
+	if (api.create(&ctx) != 0 ||
+	    api.update_all(ctx, e.trace_id, e.span_id, e.flags, attrs, e.nattrs) != 0 ||
+	    api.update_attach(ctx, &prev) != 0)
+		die("publishing through the library failed");
+}
+
+static void publish_manual(int i)
+{
+	static struct otel_thread_ctx_record recs[EXPECTED_MAX_THREADS];
+
+	expected_record(i, &recs[i]);
+	__atomic_store_n(slot(), &recs[i], __ATOMIC_RELEASE);
+}
+
+/* Broken records: aligned storage, more than a record's size. */
+static struct otel_thread_ctx_record hostile[HOSTILE_COUNT][4];
+
+static void publish_hostile(int kind)
+{
+	struct otel_thread_ctx_record *r = &hostile[kind][0];
+	const struct otel_thread_ctx_record *p = r;
+
+	hostile_record(kind, r);
+	if (kind == HOSTILE_UNMAPPED) {
+		/* Reserved but inaccessible: unlike an unmapped page, no
+		 * later mapping (a thread's stack) can take its place. */
+		void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (page == MAP_FAILED)
+			die("mmap");
+		p = page;
+	} else if (kind == HOSTILE_MISALIGNED) {
+		p = (const struct otel_thread_ctx_record *)((const char *)r + 1);
+	}
+	__atomic_store_n(slot(), p, __ATOMIC_RELEASE);
+}
+
+static void *storm(void *arg)
+{
+	struct thread *t = arg;
+	otel_thread_ctx *ctx, *prev;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	t->slot = (uintptr_t)slot();
+	pthread_setname_np(pthread_self(), "storm");
+	if (api.create(&ctx) != 0)
+		die("create");
+	pthread_barrier_wait(&ready);
+	for (uint64_t n = 1; !__atomic_load_n(&stopping, __ATOMIC_RELAXED); n++) {
+		uint8_t trace[16], span[8];
+		char value[24];
+		struct otel_thread_ctx_attr a;
+
+		storm_fill(n, trace, span, value);
+		a.key = STORM_KEY;
+		a.len = (unsigned)strlen(value);
+		a.value = (const uint8_t *)value;
+		if (api.update_all(ctx, trace, span, 1, &a, 1) != 0 ||
+		    (n == 1 && api.update_attach(ctx, &prev) != 0))
+			die("storm update failed");
+		__atomic_store_n(&t->progress, n, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void *short_lived(void *arg)
+{
+	(void)arg;
+	publish_library(0);
+	/* A moment with the context published, then exit with it attached:
+	 * the library frees it. */
+	for (int i = 0; i < 200; i++)
+		sched_yield();
+	return NULL;
+}
+
+static void *churn(void *arg)
+{
+	struct thread *t = arg;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	t->slot = (uintptr_t)slot();
+	pthread_barrier_wait(&ready);
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		pthread_t c;
+
+		if (pthread_create(&c, NULL, short_lived, NULL) != 0)
+			die("pthread_create");
+		pthread_join(c, NULL);
+		__atomic_fetch_add(&t->progress, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void *worker(void *arg)
+{
+	struct thread *t = arg;
+	char name[16];
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	if (strcmp(mode, "hostile") == 0) {
+		snprintf(name, sizeof(name), "%s", hostile_name(t->index));
+		pthread_setname_np(pthread_self(), name);
+		t->slot = (uintptr_t)slot();
+		publish_hostile(t->index);
+	} else {
+		expected_name(t->index, name);
+		pthread_setname_np(pthread_self(), name);
+		if (t->index != EXPECTED_IDLE) {
+			t->slot = (uintptr_t)slot();
+			if (strcmp(mode, "manual") == 0)
+				publish_manual(t->index);
+			else
+				publish_library(t->index);
+		} else {
+			t->slot = 0; /* never touches the module's TLS */
+		}
+	}
+	pthread_barrier_wait(&ready);
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&t->progress, 1, __ATOMIC_RELAXED);
+		usleep(500);
+	}
+	return NULL;
+}
+
+static void setup_api(const char *lib)
+{
+	if (lib != NULL) {
+		handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+		if (handle == NULL)
+			die(dlerror());
+	} else {
+		handle = RTLD_DEFAULT;
+	}
+	if (strcmp(mode, "manual") == 0)
+		return; /* the module may be one that only defines the slot */
+#ifdef TARGET_LINKED
+	if (lib == NULL) {
+		api.create = otel_thread_ctx_create;
+		api.update_all = otel_thread_ctx_update_all;
+		api.update_attach = otel_thread_ctx_update_attach;
+		api.key_register = otel_thread_ctx_key_register;
+		api.publish = otel_process_ctx_publish;
+		return;
+	}
+#endif
+	*(void **)&api.create = sym("otel_thread_ctx_create");
+	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
+	*(void **)&api.update_attach = sym("otel_thread_ctx_update_attach");
+	*(void **)&api.key_register = sym("otel_thread_ctx_key_register");
+	*(void **)&api.publish = sym("otel_process_ctx_publish");
+}
+
+int main(int argc, char **argv)
+{
+	const char *lib = NULL;
+	unsigned long before[EXPECTED_MAX_THREADS];
+	void *(*fn)(void *) = worker;
+	char buf[64];
+
+	if (argc == 4 && strcmp(argv[1], "--lib") == 0) {
+		lib = argv[2];
+		mode = argv[3];
+	} else if (argc == 2) {
+		mode = argv[1];
+	} else {
+		die("usage: target [--lib PATH] values|manual|storm|hostile|churn");
+	}
+	setup_api(lib);
+	if (strcmp(mode, "manual") != 0) {
+		unsigned idx;
+
+		for (unsigned k = 0; k < EXPECTED_KEYS; k++)
+			if (api.key_register(expected_key_name(k), &idx) != 0 || idx != k)
+				die("key registration failed");
+		if (api.publish(NULL, 0) != 0)
+			die("process context publication failed");
+	}
+	if (strcmp(mode, "values") == 0 || strcmp(mode, "manual") == 0) {
+		nthreads = EXPECTED_THREADS;
+	} else if (strcmp(mode, "hostile") == 0) {
+		nthreads = HOSTILE_COUNT;
+	} else if (strcmp(mode, "storm") == 0) {
+		nthreads = 1;
+		fn = storm;
+	} else if (strcmp(mode, "churn") == 0) {
+		nthreads = 2;
+		fn = churn;
+	} else {
+		die("unknown mode");
+	}
+	pthread_barrier_init(&ready, NULL, (unsigned)nthreads + 1);
+	for (int i = 0; i < nthreads; i++) {
+		threads[i].index = i;
+		if (pthread_create(&threads[i].t, NULL, fn, &threads[i]) != 0)
+			die("pthread_create");
+	}
+	pthread_barrier_wait(&ready);
+	printf("ready");
+	for (int i = 0; i < nthreads; i++)
+		printf(" %d:%lx", (int)threads[i].tid, (unsigned long)threads[i].slot);
+	printf("\n");
+	fflush(stdout);
+	/* Inspected now.  Then: has every thread kept going? */
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	for (int i = 0; i < nthreads; i++)
+		before[i] = __atomic_load_n(&threads[i].progress, __ATOMIC_RELAXED);
+	for (int i = 0; i < nthreads; i++) {
+		while (__atomic_load_n(&threads[i].progress, __ATOMIC_RELAXED) == before[i])
+			sched_yield();
+	}
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(threads[i].t, NULL);
+	return 0;
+}

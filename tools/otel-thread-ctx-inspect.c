@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * otel-thread-ctx-inspect: print what every thread of a running process
+ * publishes in its OpenTelemetry thread context, read from outside with
+ * ptrace (include/otel_thread_ctx_inspect.h).  README, "Reading from
+ * outside: the inspector", documents options, output and exit codes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <otel_thread_ctx_inspect.h>
+
+#include "utf8.h"
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_USAGE = 2,
+	EXIT_NO_PROCESS = 3,
+	EXIT_PERMISSION = 4,
+	EXIT_NO_SLOT = 5,
+	EXIT_MODEL = 6,
+	EXIT_FAILED = 7,
+	EXIT_BAD_RECORD = 8,
+};
+
+#define MAX_THREADS 4096
+
+static const char *status_name(int status)
+{
+	switch (status) {
+	case OTEL_THREAD_CTX_OK:
+		return "ok";
+	case OTEL_THREAD_CTX_ENOCTX:
+		return "no-context";
+	case OTEL_THREAD_CTX_EINVALID:
+		return "invalid";
+	case OTEL_THREAD_CTX_EFAULT:
+		return "unreadable";
+	case OTEL_THREAD_CTX_EFORMAT:
+		return "misaligned";
+	case OTEL_THREAD_CTX_ESRCH:
+		return "exited";
+	case OTEL_THREAD_CTX_EPERM:
+		return "denied";
+	}
+	return "error";
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: otel-thread-ctx-inspect [--json] [--count N] [--interval SECONDS] PID\n"
+		"Prints the OpenTelemetry thread context of every thread of process PID,\n"
+		"read from outside with ptrace.  --count N reads N times (0: until\n"
+		"interrupted), --interval SECONDS apart (default 1).\n");
+}
+
+static void explain_permission(pid_t pid)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int scope = -1;
+
+	fprintf(stderr,
+		"otel-thread-ctx-inspect: not permitted to trace process %d: reading thread\n"
+		"contexts needs the right to ptrace-attach to it (the same user, or\n"
+		"CAP_SYS_PTRACE; a process already traced by a debugger cannot be read).\n",
+		(int)pid);
+	if (f != NULL) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (scope == 1)
+		fprintf(stderr,
+			"/proc/sys/kernel/yama/ptrace_scope is 1: only a parent of the process may\n"
+			"attach, unless it allows this one with prctl(PR_SET_PTRACER).  Run as root,\n"
+			"give the inspector CAP_SYS_PTRACE, or (as root) echo 0 > that file.\n");
+	else if (scope == 2)
+		fprintf(stderr,
+			"/proc/sys/kernel/yama/ptrace_scope is 2: only CAP_SYS_PTRACE may attach.\n");
+	else if (scope == 3)
+		fprintf(stderr,
+			"/proc/sys/kernel/yama/ptrace_scope is 3: no process may attach (until reboot).\n");
+}
+
+/* Maps an open() error to an exit code, with a message. */
+static int open_failed(pid_t pid, int rc)
+{
+	switch (rc) {
+	case OTEL_THREAD_CTX_ESRCH:
+		fprintf(stderr, "otel-thread-ctx-inspect: no such process: %d\n", (int)pid);
+		return EXIT_NO_PROCESS;
+	case OTEL_THREAD_CTX_EPERM:
+		explain_permission(pid);
+		return EXIT_PERMISSION;
+	case OTEL_THREAD_CTX_ENOSLOT:
+		fprintf(stderr,
+			"otel-thread-ctx-inspect: process %d publishes no thread context: no loaded\n"
+			"module defines otel_thread_ctx_v1 in its .dynsym (is the library linked, and\n"
+			"the symbol exported by a static executable?)\n", (int)pid);
+		return EXIT_NO_SLOT;
+	case OTEL_THREAD_CTX_EMODEL:
+		fprintf(stderr, "otel-thread-ctx-inspect: process %d: %s\n", (int)pid,
+			otel_thread_ctx_strerror(rc));
+		return EXIT_MODEL;
+	}
+	fprintf(stderr, "otel-thread-ctx-inspect: process %d: %s\n", (int)pid,
+		otel_thread_ctx_strerror(rc));
+	return EXIT_FAILED;
+}
+
+static void hex(FILE *f, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", b[i]);
+}
+
+/* A JSON string: UTF-8 passes through when valid, else bytes as \u00XX. */
+static void json_string(FILE *f, const void *s, size_t n)
+{
+	const unsigned char *p = s;
+	int utf8 = otel__utf8_valid(p, n);
+
+	fputc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* Text for a table cell: printable ASCII and valid UTF-8 as is, the rest
+ * as \xNN. */
+static void text_value(FILE *f, const void *s, size_t n)
+{
+	const unsigned char *p = s;
+	int utf8 = otel__utf8_valid(p, n);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = p[i];
+
+		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (c >= 0x80 && !utf8))
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static int bad_thread(const struct otel_thread_ctx_inspect_thread *t)
+{
+	return t->status == OTEL_THREAD_CTX_EFAULT || t->status == OTEL_THREAD_CTX_EFORMAT ||
+	       t->anomalies != 0;
+}
+
+static void print_table(const otel_thread_ctx_inspector *insp,
+			const struct otel_thread_ctx_inspect_thread *th, size_t n, size_t total)
+{
+	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
+
+	printf("process %d", (int)info->pid);
+	if (info->process_ctx != NULL)
+		printf(", process context with %zu attribute keys", info->process_ctx->key_count);
+	else
+		printf(", no process context (%s)", otel_thread_ctx_strerror(info->process_ctx_status));
+	printf("\n");
+	for (size_t i = 0; i < info->module_count; i++) {
+		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
+
+		printf("  slot in %s: %s", m->path, otel_thread_ctx_inspect_model_name(m->model));
+		if (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
+		    m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
+			printf(", module %" PRIu64 " offset %" PRIu64 "\n", m->module_id,
+			       m->dtv_offset);
+		else
+			printf(", thread pointer %+" PRId64 "\n", m->tp_offset);
+	}
+	printf("%-8s %-16s %-32s %-16s %-2s %s\n", "TID", "NAME", "TRACE ID", "SPAN ID", "FL",
+	       "ATTRIBUTES");
+	for (size_t i = 0; i < n; i++) {
+		const struct otel_thread_ctx_inspect_thread *t = &th[i];
+		const struct otel_thread_ctx_record *r = &t->record;
+
+		printf("%-8d %-16s ", (int)t->tid, t->name);
+		if (t->status != OTEL_THREAD_CTX_OK) {
+			printf("(%s", status_name(t->status));
+			if (t->status == OTEL_THREAD_CTX_EFAULT || t->status == OTEL_THREAD_CTX_EFORMAT)
+				printf(": record at 0x%" PRIx64, t->record_address);
+			else if (t->status == OTEL_THREAD_CTX_ESYS)
+				printf(": %s", strerror(t->sys_errno));
+			printf(")\n");
+			continue;
+		}
+		hex(stdout, r->trace_id, 16);
+		putchar(' ');
+		hex(stdout, r->span_id, 8);
+		printf(" %02x", r->trace_flags);
+		{
+			struct otel_thread_ctx_attr_iter it;
+			struct otel_thread_ctx_attr a;
+
+			otel_thread_ctx_attr_iter_init(&it, r);
+			while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+				const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
+
+				if (name != NULL)
+					printf(" %s=\"", name);
+				else
+					printf(" [%u]=\"", a.key);
+				text_value(stdout, a.value, a.len);
+				putchar('"');
+			}
+		}
+		if (t->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED)
+			printf(" (attrs_data_size %u > 612)", t->attrs_data_size);
+		if (t->anomalies & OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY)
+			printf(" (truncated entry)");
+		if (t->anomalies & OTEL_THREAD_CTX_INSPECT_HALF_IDS)
+			printf(" (only one of the ids set)");
+		putchar('\n');
+	}
+	if (total > n)
+		printf("(%zu more threads not read)\n", total - n);
+}
+
+static void print_json(const otel_thread_ctx_inspector *insp,
+		       const struct otel_thread_ctx_inspect_thread *th, size_t n)
+{
+	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	printf("{\"pid\":%d,\"time_ns\":%lld,\"libc\":\"%s\",\"process_context\":%s,\"modules\":[",
+	       (int)info->pid, (long long)now.tv_sec * 1000000000LL + now.tv_nsec,
+	       info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC ? "glibc" :
+	       info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_MUSL ? "musl" : "unknown",
+	       info->process_ctx != NULL ? "true" : "false");
+	for (size_t i = 0; i < info->module_count; i++) {
+		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
+
+		printf("%s{\"path\":", i ? "," : "");
+		json_string(stdout, m->path, strlen(m->path));
+		printf(",\"model\":\"%s\"", otel_thread_ctx_inspect_model_name(m->model));
+		if (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
+		    m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
+			printf(",\"module_id\":%" PRIu64 ",\"offset\":%" PRIu64 "}", m->module_id,
+			       m->dtv_offset);
+		else
+			printf(",\"tp_offset\":%" PRId64 "}", m->tp_offset);
+	}
+	printf("],\"threads\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct otel_thread_ctx_inspect_thread *t = &th[i];
+		const struct otel_thread_ctx_record *r = &t->record;
+
+		printf("%s{\"tid\":%d,\"name\":", i ? "," : "", (int)t->tid);
+		json_string(stdout, t->name, strlen(t->name));
+		printf(",\"status\":\"%s\"", status_name(t->status));
+		if (t->status == OTEL_THREAD_CTX_OK || t->status == OTEL_THREAD_CTX_EFAULT ||
+		    t->status == OTEL_THREAD_CTX_EFORMAT || t->status == OTEL_THREAD_CTX_EINVALID)
+			printf(",\"record_address\":%" PRIu64, t->record_address);
+		if (t->status == OTEL_THREAD_CTX_OK) {
+			struct otel_thread_ctx_attr_iter it;
+			struct otel_thread_ctx_attr a;
+			int first = 1;
+
+			printf(",\"trace_id\":\"");
+			hex(stdout, r->trace_id, 16);
+			printf("\",\"span_id\":\"");
+			hex(stdout, r->span_id, 8);
+			printf("\",\"trace_flags\":%u,\"attrs_data_size\":%u,\"anomalies\":[",
+			       r->trace_flags, t->attrs_data_size);
+			if (t->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED)
+				printf("%s\"oversized\"", first ? "" : ","), first = 0;
+			if (t->anomalies & OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY)
+				printf("%s\"truncated-entry\"", first ? "" : ","), first = 0;
+			if (t->anomalies & OTEL_THREAD_CTX_INSPECT_HALF_IDS)
+				printf("%s\"half-ids\"", first ? "" : ","), first = 0;
+			printf("],\"attributes\":[");
+			first = 1;
+			otel_thread_ctx_attr_iter_init(&it, r);
+			while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+				const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
+
+				printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);
+				if (name != NULL)
+					json_string(stdout, name, strlen(name));
+				else
+					printf("null");
+				printf(",\"value\":");
+				json_string(stdout, a.value, a.len);
+				putchar('}');
+				first = 0;
+			}
+			putchar(']');
+		}
+		putchar('}');
+	}
+	printf("]}\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct otel_thread_ctx_inspect_thread *th;
+	int json = 0, c, worst = EXIT_OK;
+	unsigned long count = 1;
+	double interval = 1.0;
+	char *end;
+	long pid;
+
+	while ((c = getopt_long(argc, argv, "jc:i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'c':
+			errno = 0;
+			count = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '-') {
+				fprintf(stderr, "otel-thread-ctx-inspect: bad --count: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*end != '\0' || !(interval >= 0) || interval > 86400) {
+				fprintf(stderr, "otel-thread-ctx-inspect: bad --interval: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	pid = strtol(argv[optind], &end, 10);
+	if (*argv[optind] == '\0' || *end != '\0' || pid <= 0 || pid > 0x7fffffff) {
+		fprintf(stderr, "otel-thread-ctx-inspect: not a process id: %s\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	th = calloc(MAX_THREADS, sizeof(*th));
+	if (th == NULL) {
+		fprintf(stderr, "otel-thread-ctx-inspect: out of memory\n");
+		return EXIT_FAILED;
+	}
+	for (unsigned long round = 0; count == 0 || round < count; round++) {
+		otel_thread_ctx_inspector *insp = NULL;
+		size_t total = 0, n;
+		int rc;
+
+		if (round > 0 && interval > 0) {
+			struct timespec ts = { (time_t)interval,
+					       (long)((interval - (double)(time_t)interval) * 1e9) };
+
+			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+				;
+		}
+		/* Each round looks afresh: modules may have been loaded. */
+		rc = otel_thread_ctx_inspect_open((pid_t)pid, &insp);
+		if (rc != 0) {
+			free(th);
+			/* The process ending during a watch ends the watch. */
+			if (rc == OTEL_THREAD_CTX_ESRCH && round > 0) {
+				fprintf(stderr, "otel-thread-ctx-inspect: process %ld has exited\n", pid);
+				return worst;
+			}
+			return open_failed((pid_t)pid, rc);
+		}
+		rc = otel_thread_ctx_inspect_threads(insp, th, MAX_THREADS, &total);
+		if (rc != 0) {
+			otel_thread_ctx_inspect_close(insp);
+			free(th);
+			if (rc == OTEL_THREAD_CTX_ESRCH && round > 0)
+				return worst;
+			return open_failed((pid_t)pid, rc);
+		}
+		n = total < MAX_THREADS ? total : MAX_THREADS;
+		for (size_t i = 0; i < n; i++) {
+			if (bad_thread(&th[i]))
+				worst = EXIT_BAD_RECORD;
+			else if (th[i].status == OTEL_THREAD_CTX_EPERM && worst == EXIT_OK)
+				worst = EXIT_PERMISSION;
+			else if (th[i].status == OTEL_THREAD_CTX_ESYS && worst == EXIT_OK)
+				worst = EXIT_FAILED;
+		}
+		if (json)
+			print_json(insp, th, n);
+		else {
+			if (round > 0)
+				putchar('\n');
+			print_table(insp, th, n, total);
+		}
+		fflush(stdout);
+		otel_thread_ctx_inspect_close(insp);
+	}
+	if (worst == EXIT_BAD_RECORD)
+		fprintf(stderr, "otel-thread-ctx-inspect: some records break the thread-context "
+				"format (see above)\n");
+	else if (worst == EXIT_PERMISSION)
+		explain_permission((pid_t)pid);
+	free(th);
+	return worst;
+}
