@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Finds the C library for the linker.
+//!
+//! The library: the directory in OTEL_THREAD_CTX_LIB_DIR if set, otherwise
+//! what `pkg-config --libs otel-thread-ctx` says (PKG_CONFIG names another
+//! pkg-config; PKG_CONFIG_PATH is respected, and finds the uninstalled .pc of
+//! a Meson build directory, `BUILD/meson-uninstalled`).  Every directory is
+//! also put in the run-time search path (rpath) of the programs linked, so
+//! tests and examples find the library without LD_LIBRARY_PATH.
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const LIBRARY: &str = "otel-thread-ctx";
+
+fn main() {
+    for var in [
+        "OTEL_THREAD_CTX_LIB_DIR",
+        "PKG_CONFIG",
+        "PKG_CONFIG_PATH",
+        "PKG_CONFIG_LIBDIR",
+        "PKG_CONFIG_SYSROOT_DIR",
+    ] {
+        println!("cargo:rerun-if-env-changed={}", var);
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+
+    let (dirs, libs) = match env::var_os("OTEL_THREAD_CTX_LIB_DIR") {
+        Some(dir) => (vec![PathBuf::from(dir)], vec![LIBRARY.to_string()]),
+        None => pkg_config(),
+    };
+    for dir in &dirs {
+        println!("cargo:rustc-link-search=native={}", dir.display());
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    }
+    for lib in &libs {
+        println!("cargo:rustc-link-lib=dylib={}", lib);
+    }
+}
+
+/// The -L directories and -l libraries of `pkg-config --libs`.
+fn pkg_config() -> (Vec<PathBuf>, Vec<String>) {
+    let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".to_string());
+    let output = Command::new(&program)
+        .args(["--libs", LIBRARY])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run `{} --libs {}`: {} (install pkg-config, or set \
+                 OTEL_THREAD_CTX_LIB_DIR to the directory of libotel-thread-ctx.so)",
+                program, LIBRARY, e
+            )
+        });
+    if !output.status.success() {
+        panic!(
+            "`{} --libs {}` failed ({}): {}(install the library, or point \
+             PKG_CONFIG_PATH at the directory of its .pc file, or set \
+             OTEL_THREAD_CTX_LIB_DIR)",
+            program,
+            LIBRARY,
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let text = String::from_utf8(output.stdout).expect("pkg-config printed non-UTF-8");
+    let mut dirs = Vec::new();
+    let mut libs = Vec::new();
+    for word in text.split_whitespace() {
+        if let Some(dir) = word.strip_prefix("-L") {
+            dirs.push(PathBuf::from(dir));
+        } else if let Some(lib) = word.strip_prefix("-l") {
+            libs.push(lib.to_string());
+        }
+    }
+    if !libs.iter().any(|l| l == LIBRARY) {
+        panic!("`{} --libs {}` does not name -l{}: {}", program, LIBRARY, LIBRARY, text);
+    }
+    (dirs, libs)
+}
