@@ -697,3 +697,9 @@ pub fn self_check() -> SelfCheck {
         exporting_modules: r.exporting_modules,
     }
 }
+
+/// The README's Rust example ("## Bindings: Python and Rust"), compiled and
+/// run as printed by `cargo test` (build.rs copies it here).
+#[doc(hidden)]
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/readme_rust.md"))]
+pub mod readme_example {}
