@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The Rust crate's tests under `meson test` (ffi/rust/meson.build sets the
+# environment: CARGO_TARGET_DIR in the build directory, PKG_CONFIG_PATH at
+# its uninstalled .pc, LD_LIBRARY_PATH at its library).  Whichever cargo is
+# first on PATH runs them, with the rustc next to it on PATH.
+#
+# usage: cargo-test.sh SKIP_REASON CRATE_DIR tests|readme
+#   tests    the unit and integration tests and the API's doctests
+#   readme   the README's example, as printed (a doctest build.rs takes from
+#            README.md); fails unless exactly that one test ran and passed
+set -eu
+skip=$1
+dir=$2
+what=$3
+if [ -n "$skip" ]; then
+	echo "skip: $skip"
+	exit 77
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+	echo "skip: no cargo on PATH (Debian: apt-get install cargo; tools/run test installs it)"
+	exit 77
+fi
+cd "$dir"
+echo "cargo: $(command -v cargo), $(cargo --version); rustc: $(rustc --version)"
+case $what in
+tests)
+	cargo test --offline --locked --lib --tests
+	cargo test --offline --locked --doc -- --skip readme_example
+	;;
+readme)
+	mkdir -p "$CARGO_TARGET_DIR"
+	log=$CARGO_TARGET_DIR/readme-example.log
+	rc=0
+	cargo test --offline --locked --doc -- readme_example >"$log" 2>&1 || rc=$?
+	cat "$log"
+	[ "$rc" -eq 0 ] || exit "$rc"
+	if ! grep -q '^test src/lib.rs - readme_example (line [0-9]*) \.\.\. ok$' "$log" ||
+		! grep -q '^test result: ok\. 1 passed;' "$log"; then
+		echo "FAIL: the README's Rust example did not run as a doctest" >&2
+		exit 1
+	fi
+	;;
+*)
+	echo "usage: cargo-test.sh SKIP_REASON CRATE_DIR tests|readme" >&2
+	exit 2
+	;;
+esac

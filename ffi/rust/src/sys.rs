@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The C API of `include/otel_thread_ctx.h`, as declared there: the record,
+//! attribute and self-check structs (`#[repr(C)]`, the same layout: checked
+//! below and by the tests against the C compiler), the error codes, and the
+//! functions.  Everything here is `unsafe` to call; the crate root wraps it.
+//!
+//! The thread-local slot `otel_thread_ctx_v1` itself is not declared: Rust
+//! has no stable way to name a foreign thread-local, and cannot choose how it
+//! would reach it (the TLSDESC dialect), which is why the library exists.
+//! Read it with [`otel_thread_ctx_read`].
+#![allow(non_camel_case_types)]
+
+use std::marker::{PhantomData, PhantomPinned};
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+pub const OTEL_THREAD_CTX_VERSION_MAJOR: u32 = 1;
+pub const OTEL_THREAD_CTX_VERSION_MINOR: u32 = 0;
+pub const OTEL_THREAD_CTX_VERSION_PATCH: u32 = 0;
+
+pub const OTEL_THREAD_CTX_RECORD_SIZE: usize = 640;
+pub const OTEL_THREAD_CTX_ATTRS_MAX: usize = 612;
+pub const OTEL_THREAD_CTX_VALUE_MAX: usize = 255;
+pub const OTEL_THREAD_CTX_KEY_MAX: u32 = 255;
+pub const OTEL_THREAD_CTX_KEY_NAME_MAX: usize = 255;
+
+/// `struct otel_thread_ctx_record`: what the slot points to.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct otel_thread_ctx_record {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub valid: u8,
+    pub trace_flags: u8,
+    pub attrs_data_size: u16,
+    pub attrs_data: [u8; OTEL_THREAD_CTX_ATTRS_MAX],
+}
+
+// The header's own _Static_asserts, for the Rust declaration.
+const _: () = assert!(std::mem::size_of::<otel_thread_ctx_record>() == OTEL_THREAD_CTX_RECORD_SIZE);
+
+/// `enum otel_thread_ctx_error`.
+pub const OTEL_THREAD_CTX_OK: c_int = 0;
+pub const OTEL_THREAD_CTX_ENULL: c_int = -1;
+pub const OTEL_THREAD_CTX_EIDS: c_int = -2;
+pub const OTEL_THREAD_CTX_EKEY: c_int = -3;
+pub const OTEL_THREAD_CTX_EVALUE: c_int = -4;
+pub const OTEL_THREAD_CTX_EUTF8: c_int = -5;
+pub const OTEL_THREAD_CTX_ENOSPC: c_int = -6;
+pub const OTEL_THREAD_CTX_EBUSY: c_int = -7;
+pub const OTEL_THREAD_CTX_EPENDING: c_int = -8;
+pub const OTEL_THREAD_CTX_ENOMEM: c_int = -9;
+pub const OTEL_THREAD_CTX_ETHREAD: c_int = -10;
+pub const OTEL_THREAD_CTX_ENOCTX: c_int = -11;
+pub const OTEL_THREAD_CTX_EINVALID: c_int = -12;
+pub const OTEL_THREAD_CTX_ETRUNCATED: c_int = -13;
+pub const OTEL_THREAD_CTX_ESLOT: c_int = -14;
+pub const OTEL_THREAD_CTX_ENAME: c_int = -15;
+pub const OTEL_THREAD_CTX_EKEYS: c_int = -16;
+pub const OTEL_THREAD_CTX_ENOKEY: c_int = -17;
+pub const OTEL_THREAD_CTX_EPUBLISHED: c_int = -18;
+pub const OTEL_THREAD_CTX_ENOTPUBLISHED: c_int = -19;
+pub const OTEL_THREAD_CTX_E2BIG: c_int = -20;
+pub const OTEL_THREAD_CTX_EATTR: c_int = -21;
+pub const OTEL_THREAD_CTX_EMAP: c_int = -22;
+pub const OTEL_THREAD_CTX_ESRCH: c_int = -23;
+pub const OTEL_THREAD_CTX_EPERM: c_int = -24;
+pub const OTEL_THREAD_CTX_ENOENT: c_int = -25;
+pub const OTEL_THREAD_CTX_EFORMAT: c_int = -26;
+pub const OTEL_THREAD_CTX_EAGAIN: c_int = -27;
+pub const OTEL_THREAD_CTX_EFAULT: c_int = -28;
+pub const OTEL_THREAD_CTX_EDECODE: c_int = -29;
+pub const OTEL_THREAD_CTX_ESYS: c_int = -30;
+pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -31;
+pub const OTEL_THREAD_CTX_ENOSLOT: c_int = -32;
+pub const OTEL_THREAD_CTX_EMODEL: c_int = -33;
+
+/// `otel_thread_ctx`: opaque, only ever behind a pointer.
+#[repr(C)]
+pub struct otel_thread_ctx {
+    _opaque: [u8; 0],
+    _not_send_sync_unpin: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// `struct otel_thread_ctx_attr`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct otel_thread_ctx_attr {
+    pub key: c_uint,
+    pub len: c_uint,
+    pub value: *const u8,
+}
+
+/// `struct otel_thread_ctx_attr_iter`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct otel_thread_ctx_attr_iter {
+    pub rec: *const otel_thread_ctx_record,
+    pub pos: usize,
+}
+
+/// `enum otel_thread_ctx_self_check_status`.
+pub const OTEL_THREAD_CTX_SELF_CHECK_OK: c_int = 0;
+pub const OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED: c_int = 1;
+pub const OTEL_THREAD_CTX_SELF_CHECK_MISMATCH: c_int = 2;
+pub const OTEL_THREAD_CTX_SELF_CHECK_UNKNOWN: c_int = 3;
+
+/// `struct otel_thread_ctx_self_check`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct otel_thread_ctx_self_check {
+    pub status: c_int,
+    pub slot: *const c_void,
+    pub exported: *const c_void,
+    pub module: *const c_char,
+    pub exported_module: *const c_char,
+    pub exporting_modules: c_uint,
+    pub reason: [c_char; 384],
+}
+
+extern "C" {
+    pub fn otel_thread_ctx_strerror(error: c_int) -> *const c_char;
+
+    pub fn otel_thread_ctx_create(ctx: *mut *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_destroy(ctx: *mut otel_thread_ctx) -> c_int;
+
+    pub fn otel_thread_ctx_set_ids(
+        ctx: *mut otel_thread_ctx,
+        trace_id: *const [u8; 16],
+        span_id: *const [u8; 8],
+        trace_flags: u8,
+    ) -> c_int;
+    pub fn otel_thread_ctx_set_span_id(ctx: *mut otel_thread_ctx, span_id: *const [u8; 8]) -> c_int;
+    pub fn otel_thread_ctx_set_trace_flags(ctx: *mut otel_thread_ctx, trace_flags: u8) -> c_int;
+    pub fn otel_thread_ctx_clear_ids(ctx: *mut otel_thread_ctx) -> c_int;
+
+    pub fn otel_thread_ctx_set_attr(
+        ctx: *mut otel_thread_ctx,
+        key: c_uint,
+        value: *const c_void,
+        len: usize,
+    ) -> c_int;
+    pub fn otel_thread_ctx_remove_attr(ctx: *mut otel_thread_ctx, key: c_uint) -> c_int;
+    pub fn otel_thread_ctx_clear_attrs(ctx: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_clear(ctx: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_set_attrs(
+        ctx: *mut otel_thread_ctx,
+        attrs: *const otel_thread_ctx_attr,
+        n: usize,
+    ) -> c_int;
+
+    pub fn otel_thread_ctx_attach(ctx: *mut otel_thread_ctx, prev: *mut *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_update(ctx: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_update_span_id(ctx: *mut otel_thread_ctx, span_id: *const [u8; 8]) -> c_int;
+    pub fn otel_thread_ctx_update_all(
+        ctx: *mut otel_thread_ctx,
+        trace_id: *const [u8; 16],
+        span_id: *const [u8; 8],
+        trace_flags: u8,
+        attrs: *const otel_thread_ctx_attr,
+        n: usize,
+    ) -> c_int;
+    pub fn otel_thread_ctx_update_attach(
+        ctx: *mut otel_thread_ctx,
+        prev: *mut *mut otel_thread_ctx,
+    ) -> c_int;
+    pub fn otel_thread_ctx_detach(prev: *mut *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_invalidate(ctx: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_current() -> *mut otel_thread_ctx;
+
+    pub fn otel_thread_ctx_read(out: *mut otel_thread_ctx_record) -> c_int;
+    pub fn otel_thread_ctx_record_decode(
+        bytes: *const c_void,
+        len: usize,
+        out: *mut otel_thread_ctx_record,
+    ) -> c_int;
+    pub fn otel_thread_ctx_attr_iter_init(
+        it: *mut otel_thread_ctx_attr_iter,
+        rec: *const otel_thread_ctx_record,
+    );
+    pub fn otel_thread_ctx_attr_iter_next(
+        it: *mut otel_thread_ctx_attr_iter,
+        out: *mut otel_thread_ctx_attr,
+    ) -> c_int;
+    pub fn otel_thread_ctx_record_attr(
+        rec: *const otel_thread_ctx_record,
+        key: c_uint,
+        out: *mut otel_thread_ctx_attr,
+    ) -> c_int;
+
+    pub fn otel_thread_ctx_self_check(result: *mut otel_thread_ctx_self_check) -> c_int;
+
+    pub fn otel_thread_ctx_key_register(name: *const c_char, index: *mut c_uint) -> c_int;
+    pub fn otel_thread_ctx_key_find(name: *const c_char, index: *mut c_uint) -> c_int;
+    pub fn otel_thread_ctx_key_name(index: c_uint) -> *const c_char;
+    pub fn otel_thread_ctx_key_count() -> c_uint;
+}

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The safe wrapper against the library: publishing, errors, guards.  Each
+//! test runs on its own thread (libtest's), so each has its own slot.
+use otel_thread_ctx::{
+    find_key, key_count, key_name, read, register_key, self_check, sys, thread_has_context,
+    Context, Error, Record, SelfCheckStatus,
+};
+
+const TRACE: [u8; 16] = [0xa1; 16];
+const SPAN: [u8; 8] = [0xb2; 8];
+
+fn published(trace: [u8; 16], span: [u8; 8]) -> Context {
+    let mut ctx = Context::new().unwrap();
+    ctx.set_ids(&trace, &span, 1).unwrap();
+    ctx.update().unwrap();
+    ctx
+}
+
+#[test]
+fn attach_publishes_and_drop_unpublishes() {
+    assert_eq!(read().unwrap_err(), Error::ENOCTX);
+    assert!(!thread_has_context());
+    let mut ctx = Context::new().unwrap();
+    ctx.set_ids(&TRACE, &SPAN, 0x01).unwrap();
+    ctx.set_attr(3, "GET /users/{id}").unwrap();
+    ctx.set_attr(7, b"GET").unwrap();
+    let span = ctx.update_attach().unwrap();
+    assert!(thread_has_context());
+    assert!(!span.has_previous());
+    let rec = read().unwrap();
+    assert_eq!(rec.trace_id(), TRACE);
+    assert_eq!(rec.span_id(), SPAN);
+    assert_eq!(rec.trace_flags(), 1);
+    assert!(rec.has_ids());
+    assert_eq!(rec.attr(3), Some(&b"GET /users/{id}"[..]));
+    assert_eq!(rec.attr(4), None);
+    let attrs: Vec<(u32, &[u8])> = rec.attrs().collect();
+    assert_eq!(attrs, vec![(3, &b"GET /users/{id}"[..]), (7, &b"GET"[..])]);
+    drop(span);
+    assert_eq!(read().unwrap_err(), Error::ENOCTX);
+}
+
+#[test]
+fn edits_through_the_guard_publish_on_commit() {
+    let mut span = published(TRACE, SPAN).attach().unwrap();
+    span.set_attr(1, "draft").unwrap();
+    assert_eq!(read().unwrap().attr(1), None, "not committed yet");
+    span.update().unwrap();
+    assert_eq!(read().unwrap().attr(1), Some(&b"draft"[..]));
+    span.update_span_id(&[0x33; 8]).unwrap();
+    assert_eq!(read().unwrap().span_id(), [0x33; 8]);
+    span.update_all(&[0x44; 16], &[0x55; 8], 0, &[(9, "POST"), (2, "/orders")]).unwrap();
+    let rec = read().unwrap();
+    assert_eq!((rec.trace_id(), rec.span_id(), rec.trace_flags()), ([0x44; 16], [0x55; 8], 0));
+    assert_eq!(rec.attrs().collect::<Vec<_>>(), vec![(9, &b"POST"[..]), (2, &b"/orders"[..])]);
+    span.invalidate().unwrap();
+    assert_eq!(read().unwrap_err(), Error::EINVALID);
+    span.remove_attr(9).unwrap();
+    span.update().unwrap();
+    assert_eq!(read().unwrap().attrs().collect::<Vec<_>>(), vec![(2, &b"/orders"[..])]);
+    span.clear().unwrap();
+    span.update().unwrap();
+    let rec = read().unwrap();
+    assert!(!rec.has_ids());
+    assert_eq!(rec.attrs().count(), 0);
+    let ctx = span.detach().unwrap();
+    assert!(!thread_has_context());
+    // A detached context attaches again.
+    let again = ctx.attach().unwrap();
+    assert!(thread_has_context());
+    drop(again);
+}
+
+#[test]
+fn attach_refuses_uncommitted_edits_and_gives_the_context_back() {
+    let mut ctx = Context::new().unwrap();
+    ctx.set_attr(0, "x").unwrap();
+    let err = ctx.attach().unwrap_err();
+    assert_eq!(err.error, Error::EPENDING);
+    assert_eq!(read().unwrap_err(), Error::ENOCTX, "nothing published");
+    let ctx = err.into_context();
+    let span = ctx.update_attach().unwrap();
+    assert_eq!(read().unwrap().attr(0), Some(&b"x"[..]));
+    drop(span);
+}
+
+#[test]
+fn values_that_do_not_fit_are_the_library_errors() {
+    let mut ctx = Context::new().unwrap();
+    assert_eq!(ctx.set_attr(256, "x").unwrap_err(), Error::EKEY);
+    assert_eq!(ctx.set_attr(u32::MAX, "x").unwrap_err(), Error::EKEY);
+    assert_eq!(ctx.remove_attr(256).unwrap_err(), Error::EKEY);
+    assert_eq!(ctx.set_attr(0, [b'v'; 256]).unwrap_err(), Error::EVALUE);
+    ctx.set_attr(0, [b'v'; 255]).unwrap();
+    assert_eq!(ctx.set_attr(1, b"\xff\xfe").unwrap_err(), Error::EUTF8);
+    ctx.set_attr(1, [b'w'; 255]).unwrap();
+    // 2 * 257 bytes used; a third 255-byte value needs 257 of the 98 left.
+    assert_eq!(ctx.set_attr(2, [b'x'; 255]).unwrap_err(), Error::ENOSPC);
+    assert_eq!(ctx.set_ids(&TRACE, &[0; 8], 1).unwrap_err(), Error::EIDS);
+    assert_eq!(ctx.set_ids(&[0; 16], &[0; 8], 1).unwrap_err(), Error::EIDS);
+    assert_eq!(ctx.set_span_id(&SPAN).unwrap_err(), Error::EIDS, "no trace id");
+    assert_eq!(ctx.set_trace_flags(1).unwrap_err(), Error::EIDS);
+    assert_eq!(ctx.set_attrs(&[(5, "a"), (5, "b")]).unwrap_err(), Error::EDUPKEY);
+    assert_eq!(ctx.set_attrs(&[(5, "a"), (300, "b")]).unwrap_err(), Error::EKEY);
+    // Failed calls changed nothing: the two good values are all there is.
+    let span = ctx.update_attach().unwrap();
+    let rec = read().unwrap();
+    assert_eq!(rec.attrs().map(|(k, v)| (k, v.len())).collect::<Vec<_>>(), vec![(0, 255), (1, 255)]);
+    assert!(!rec.has_ids());
+    drop(span);
+}
+
+#[test]
+fn errors_carry_the_code_and_the_library_text() {
+    let e = Context::new().unwrap().set_attr(999, "x").unwrap_err();
+    assert_eq!(e.code(), sys::OTEL_THREAD_CTX_EKEY);
+    let c_text = unsafe { std::ffi::CStr::from_ptr(sys::otel_thread_ctx_strerror(e.code())) };
+    assert_eq!(e.message(), c_text.to_str().unwrap());
+    assert!(!e.message().is_empty());
+    assert_eq!(e.to_string(), format!("{} (otel-thread-ctx error -3)", e.message()));
+    let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
+    assert!(boxed.to_string().contains("error -3"));
+    assert_eq!(Error::from_code(-7), Error::EBUSY);
+    assert_ne!(Error::EBUSY.message(), Error::EKEY.message());
+}
+
+#[test]
+fn nested_guards_restore_the_previous_context() {
+    let outer = published([1; 16], [1; 8]).attach().unwrap();
+    let inner = published([2; 16], [2; 8]).attach().unwrap();
+    assert!(inner.has_previous());
+    assert_eq!(read().unwrap().trace_id(), [2; 16]);
+    drop(inner);
+    assert_eq!(read().unwrap().trace_id(), [1; 16]);
+    drop(outer);
+    assert_eq!(read().unwrap_err(), Error::ENOCTX);
+}
+
+#[test]
+fn the_previous_context_is_restored_with_its_latest_edits() {
+    // The outer context is detached while the inner one runs; its owner
+    // (the outer guard) may edit it meanwhile.
+    let mut outer = published([1; 16], [1; 8]).attach().unwrap();
+    let inner = published([2; 16], [2; 8]).attach().unwrap();
+    outer.set_attr(4, "edited meanwhile").unwrap();
+    drop(inner);
+    let rec = read().unwrap();
+    assert_eq!(rec.trace_id(), [1; 16]);
+    assert_eq!(rec.attr(4), Some(&b"edited meanwhile"[..]));
+    drop(outer);
+}
+
+#[test]
+fn guards_dropped_out_of_order_free_nothing_in_use() {
+    // On a thread of its own: the context left behind is freed by the
+    // library when the thread exits.
+    std::thread::spawn(|| {
+        let outer = published([1; 16], [1; 8]).attach().unwrap();
+        let inner = published([2; 16], [2; 8]).attach().unwrap();
+        // The outer context is not the attached one: detach refuses and
+        // leaves it to the inner guard.
+        assert_eq!(outer.detach().unwrap_err(), Error::EBUSY);
+        assert_eq!(read().unwrap().trace_id(), [2; 16], "unchanged");
+        drop(inner);
+        // The inner guard attached the outer context again, which the
+        // thread now publishes until it exits.
+        assert_eq!(read().unwrap().trace_id(), [1; 16]);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_detached_context_moves_between_threads() {
+    let mut ctx = Context::new().unwrap();
+    ctx.set_ids(&TRACE, &SPAN, 1).unwrap();
+    let ctx = std::thread::spawn(move || {
+        let span = ctx.update_attach().unwrap();
+        assert_eq!(read().unwrap().trace_id(), TRACE);
+        span.detach().unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(read().unwrap_err(), Error::ENOCTX, "this thread publishes nothing");
+    let span = ctx.attach().unwrap();
+    assert_eq!(read().unwrap().span_id(), SPAN);
+    drop(span);
+}
+
+#[test]
+fn decode_checks_a_record_from_elsewhere() {
+    let mut bytes = vec![0u8; 640];
+    bytes[..16].copy_from_slice(&TRACE);
+    bytes[16..24].copy_from_slice(&SPAN);
+    bytes[24] = 1; // valid
+    bytes[25] = 1; // flags
+    let entries = [3u8, 2, b'h', b'i', 3, 1, b'!'];
+    bytes[26..28].copy_from_slice(&(entries.len() as u16).to_ne_bytes());
+    bytes[28..28 + entries.len()].copy_from_slice(&entries);
+    let rec = Record::decode(&bytes).unwrap();
+    assert_eq!(rec.trace_id(), TRACE);
+    assert_eq!(rec.attr(3), Some(&b"!"[..]), "the last duplicate wins");
+    assert_eq!(rec.attrs().count(), 1);
+    assert_eq!(Record::decode(&bytes[..27]).unwrap_err(), Error::ETRUNCATED);
+    bytes[24] = 0;
+    assert_eq!(Record::decode(&bytes).unwrap_err(), Error::EINVALID);
+}
+
+#[test]
+fn keys_register_find_and_name() {
+    let a = register_key("rust.test.key.a").unwrap();
+    let b = register_key("rust.test.key.b").unwrap();
+    assert_ne!(a, b);
+    assert_eq!(register_key("rust.test.key.a").unwrap(), a, "same name, same index");
+    assert_eq!(find_key("rust.test.key.b").unwrap(), b);
+    assert_eq!(key_name(a), Some("rust.test.key.a"));
+    assert!(key_count() > a.max(b));
+    assert_eq!(key_name(key_count()), None);
+    assert_eq!(find_key("rust.test.never.registered").unwrap_err(), Error::ENOKEY);
+    assert_eq!(register_key("").unwrap_err(), Error::ENAME);
+    assert_eq!(register_key(&"k".repeat(256)).unwrap_err(), Error::ENAME);
+    assert_eq!(register_key("with\0nul").unwrap_err(), Error::ENAME);
+    // The index is what a record uses.
+    let mut ctx = Context::new().unwrap();
+    ctx.set_attr(find_key("rust.test.key.a").unwrap(), "v").unwrap();
+    let span = ctx.update_attach().unwrap();
+    assert_eq!(read().unwrap().attr(a), Some(&b"v"[..]));
+    drop(span);
+}
+
+#[test]
+fn self_check_finds_the_exported_slot() {
+    let r = self_check();
+    assert_eq!(r.status, SelfCheckStatus::Ok, "{}", r.reason);
+    assert!(r.result().is_ok());
+    assert!(!r.reason.is_empty());
+    assert_ne!(r.slot, 0);
+    assert_eq!(r.slot, r.exported);
+    assert!(r.exporting_modules >= 1);
+    assert!(r.module.unwrap().contains("libotel-thread-ctx"));
+}
