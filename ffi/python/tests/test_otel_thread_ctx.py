@@ -174,6 +174,19 @@ class Contexts(Clean):
         otc.detach()
         ctx.destroy()
 
+    def test_values_are_counted_bytes(self):
+        # A NUL inside a value and an empty value pass through whole: values
+        # go to C with their length, never as NUL-terminated strings.
+        k1, k2 = fresh_key(), fresh_key()
+        ctx = otc.Context(attrs={k1: "a\0b", k2: ""})
+        with ctx:
+            self.assertEqual(dict(otc.read().raw_attrs), {k1: b"a\0b", k2: b""})
+        ctx.set_attr(k1, "x\0" * 127 + "y")  # 255 bytes
+        ctx.update_attach()
+        self.assertEqual(otc.read().attrs[k1], "x\0" * 127 + "y")
+        otc.detach()
+        ctx.destroy()
+
     def test_update_all_and_clear(self):
         k1, k2 = fresh_key(), fresh_key()
         ctx = otc.Context()
