@@ -1,0 +1,554 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python binding against the library named by $OTEL_THREAD_CTX_LIBRARY
+(meson test sets it to the build's shared library)."""
+
+import ctypes
+import dataclasses
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import otel_thread_ctx as otc
+from otel_thread_ctx import Error, ThreadCtxError, _lib
+
+TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+SPAN = bytes.fromhex("00f067aa0ba902b7")
+CHILD = bytes.fromhex("1111111111111111")
+
+_names = iter(range(10**6))
+
+
+def fresh_key():
+    """A key name no other test registers."""
+    return otc.key_register("test.key.%d" % next(_names))
+
+
+class Clean(unittest.TestCase):
+    """Every test starts and ends with nothing attached to this thread."""
+
+    def setUp(self):
+        self.assertIsNone(otc.current(), "a test left a context attached")
+
+    def tearDown(self):
+        otc.detach()
+
+    def assertError(self, code, function, *args, **kwargs):
+        with self.assertRaises(ThreadCtxError) as cm:
+            function(*args, **kwargs)
+        self.assertEqual(cm.exception.code, code)
+        return cm.exception
+
+
+class Loading(unittest.TestCase):
+    def test_override_variable_is_what_was_loaded(self):
+        self.assertEqual(otc.library_path, os.environ["OTEL_THREAD_CTX_LIBRARY"])
+
+    def run_python(self, code, env):
+        base = {k: v for k, v in os.environ.items() if k != "OTEL_THREAD_CTX_LIBRARY"}
+        base.update(env)
+        return subprocess.run([sys.executable, "-c", code], env=base,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+
+    def test_pkg_config_finds_the_build_tree(self):
+        pc_dir = os.environ.get("OTEL_TEST_PKG_CONFIG_PATH")
+        if not pc_dir or shutil.which("pkg-config") is None:
+            self.skipTest("no pkg-config, or OTEL_TEST_PKG_CONFIG_PATH not set")
+        r = self.run_python("import otel_thread_ctx as o; print(o.library_path)",
+                            {"PKG_CONFIG_PATH": pc_dir})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        loaded = r.stdout.strip()
+        self.assertTrue(os.path.isabs(loaded), loaded)
+        self.assertEqual(os.path.realpath(loaded),
+                         os.path.realpath(os.environ["OTEL_THREAD_CTX_LIBRARY"]))
+
+    def test_bad_override_fails_without_fallback(self):
+        r = self.run_python("import otel_thread_ctx",
+                            {"OTEL_THREAD_CTX_LIBRARY": "/nonexistent/libotel-thread-ctx.so.1"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError", r.stderr)
+        self.assertIn("/nonexistent/libotel-thread-ctx.so.1", r.stderr)
+
+    def test_nothing_found_says_what_was_tried(self):
+        r = self.run_python("import otel_thread_ctx",
+                            {"PKG_CONFIG_PATH": "/nonexistent", "PKG_CONFIG_LIBDIR": "/nonexistent",
+                             "LD_LIBRARY_PATH": ""})
+        if r.returncode == 0:
+            self.skipTest("the library is installed on this machine")
+        self.assertIn("OTEL_THREAD_CTX_LIBRARY", r.stderr)
+        self.assertIn("libotel-thread-ctx.so.1", r.stderr)
+
+    def test_structs_match_the_header(self):
+        # The values of the header's _Static_asserts.
+        self.assertEqual(ctypes.sizeof(_lib.Record), 640)
+        for field, offset in [("trace_id", 0), ("span_id", 16), ("valid", 24),
+                              ("trace_flags", 25), ("attrs_data_size", 26),
+                              ("attrs_data", 28)]:
+            self.assertEqual(getattr(_lib.Record, field).offset, offset, field)
+        self.assertEqual(ctypes.sizeof(_lib.Attr), 16)
+        self.assertEqual(_lib.Attr.value.offset, 8)
+        self.assertEqual(_lib.SelfCheck.reason.offset, 44)
+        self.assertEqual(ctypes.sizeof(_lib.SelfCheck), 432)
+
+    def test_every_function_is_declared(self):
+        for name in _lib._prototypes:
+            f = getattr(_lib.lib, name)
+            self.assertIsNotNone(f.argtypes, name)
+
+
+class Errors(Clean):
+    def test_error_carries_code_and_library_text(self):
+        e = self.assertError(Error.EBUSY, self._destroy_attached)
+        self.assertIsInstance(e, OSError)
+        self.assertEqual(e.errno, -7)
+        self.assertEqual(e.name, "EBUSY")
+        self.assertEqual(e.function, "destroy")
+        text = _lib.lib.otel_thread_ctx_strerror(-7).decode()
+        self.assertEqual(e.strerror, text)
+        self.assertIn(text, str(e))
+
+    def _destroy_attached(self):
+        ctx = otc.Context(TRACE, SPAN)
+        ctx.update_attach()
+        try:
+            ctx.destroy()
+        finally:
+            otc.detach()
+            ctx.destroy()
+
+    def test_every_code_has_a_text(self):
+        texts = {otc.strerror(code) for code in Error}
+        self.assertEqual(len(texts), len(Error))
+
+    def test_unknown_code_keeps_its_number(self):
+        e = ThreadCtxError(-999)
+        self.assertIsNone(e.name)
+        self.assertEqual(e.errno, -999)
+        self.assertTrue(e.strerror)
+
+
+class Contexts(Clean):
+    def test_attach_publishes_committed_record(self):
+        key = fresh_key()
+        ctx = otc.Context()
+        ctx.set_ids(TRACE, SPAN, 1)
+        ctx.set_attr(key, "GET /users")
+        self.assertError(Error.EPENDING, ctx.attach)
+        ctx.update()
+        self.assertIsNone(ctx.attach())
+        self.assertIs(otc.current(), ctx)
+        rec = otc.read()
+        self.assertEqual(rec.trace_id, TRACE)
+        self.assertEqual(rec.span_id, SPAN)
+        self.assertEqual(rec.flags, 1)
+        self.assertEqual(dict(rec.attrs), {key: "GET /users"})
+        self.assertIs(otc.detach(), ctx)
+        self.assertError(Error.ENOCTX, otc.read)
+        ctx.destroy()
+
+    def test_update_span_id_and_attrs_by_name(self):
+        name = "test.named.%d" % next(_names)
+        key = otc.key_register(name)
+        ctx = otc.Context(TRACE, SPAN, 1, attrs={name: "a"})
+        self.assertIsNone(ctx.update_attach())
+        self.assertEqual(dict(otc.read().attrs), {key: "a"})
+        self.assertEqual(dict(otc.read().named_attrs()), {name: "a"})
+        ctx.update_span_id(CHILD)
+        self.assertEqual(otc.read().span_id, CHILD)
+        ctx.remove_attr(name)
+        self.assertEqual(dict(otc.read().attrs), {key: "a"}, "a draft edit is not published")
+        ctx.update()
+        self.assertEqual(dict(otc.read().attrs), {})
+        otc.detach()
+        ctx.destroy()
+
+    def test_hex_strings_and_bytearrays_for_ids(self):
+        ctx = otc.Context(TRACE.hex(), bytearray(SPAN))
+        ctx.update_attach()
+        self.assertEqual(otc.read().trace_id, TRACE)
+        otc.detach()
+        ctx.destroy()
+
+    def test_values_are_counted_bytes(self):
+        # A NUL inside a value and an empty value pass through whole: values
+        # go to C with their length, never as NUL-terminated strings.
+        k1, k2 = fresh_key(), fresh_key()
+        ctx = otc.Context(attrs={k1: "a\0b", k2: ""})
+        with ctx:
+            self.assertEqual(dict(otc.read().raw_attrs), {k1: b"a\0b", k2: b""})
+        ctx.set_attr(k1, "x\0" * 127 + "y")  # 255 bytes
+        ctx.update_attach()
+        self.assertEqual(otc.read().attrs[k1], "x\0" * 127 + "y")
+        otc.detach()
+        ctx.destroy()
+
+    def test_update_all_and_clear(self):
+        k1, k2 = fresh_key(), fresh_key()
+        ctx = otc.Context()
+        ctx.update_attach()
+        ctx.update_all(TRACE, SPAN, 1, [(k1, "x"), (k2, b"y")])
+        rec = otc.read()
+        self.assertEqual((rec.trace_id, rec.flags, dict(rec.attrs)), (TRACE, 1, {k1: "x", k2: "y"}))
+        ctx.clear()
+        ctx.update()
+        rec = otc.read()
+        self.assertEqual((rec.trace_id, rec.span_id, rec.flags, dict(rec.attrs)),
+                         (bytes(16), bytes(8), 0, {}))
+        otc.detach()
+        ctx.destroy()
+
+    def test_invalidate(self):
+        ctx = otc.Context(TRACE, SPAN)
+        ctx.update_attach()
+        ctx.invalidate()
+        self.assertError(Error.EINVALID, otc.read)
+        ctx.update()
+        self.assertEqual(otc.read().trace_id, TRACE)
+        otc.detach()
+        ctx.destroy()
+
+    def test_attach_hands_back_the_previous_context(self):
+        a, b = otc.Context(TRACE, SPAN), otc.Context(TRACE, CHILD)
+        self.assertIsNone(a.update_attach())
+        self.assertIs(b.update_attach(), a)
+        self.assertIs(b.attach(), b, "attaching the attached context changes nothing")
+        self.assertEqual(otc.read().span_id, CHILD)
+        a.destroy()  # detached again: the caller owns it
+        self.assertIs(otc.detach(), b)
+        b.destroy()
+
+    def test_destroy_attached_raises_and_keeps_the_context(self):
+        ctx = otc.Context(TRACE, SPAN)
+        ctx.update_attach()
+        self.assertError(Error.EBUSY, ctx.destroy)
+        self.assertEqual(otc.read().span_id, SPAN)
+        ctx.update_span_id(CHILD)
+        self.assertEqual(otc.read().span_id, CHILD)
+        otc.detach()
+        ctx.destroy()
+        self.assertIsNone(ctx.address)
+        with self.assertRaises(ValueError):
+            ctx.update()
+        ctx.destroy()  # again: nothing left to free
+
+    def test_collected_context_is_freed_and_attached_one_is_kept(self):
+        ctx = otc.Context(TRACE, SPAN)
+        ctx.update_attach()
+        address = ctx.address
+        del ctx
+        self.assertEqual(otc.current().address, address)
+        self.assertEqual(otc.read().trace_id, TRACE)
+        otc.detach().destroy()
+
+
+class Validation(Clean):
+    """Nothing is truncated: what does not fit raises, and changes nothing."""
+
+    def setUp(self):
+        super().setUp()
+        self.key = fresh_key()
+        self.ctx = otc.Context(TRACE, SPAN, 1, attrs={self.key: "v"})
+        self.ctx.update_attach()
+        self.before = otc.read()
+
+    def tearDown(self):
+        self.ctx.update()  # the draft too must be unchanged
+        self.assertEqual(otc.read(), self.before)
+        otc.detach()
+        self.ctx.destroy()
+        super().tearDown()
+
+    def test_ids_of_the_wrong_size(self):
+        for bad in (TRACE[:15], TRACE + b"\0", b"", "abc", "zz" * 16):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                self.ctx.set_ids(bad, SPAN)
+        for bad in (SPAN[:7], SPAN + b"\0"):
+            with self.assertRaises(ValueError):
+                self.ctx.set_span_id(bad)
+            with self.assertRaises(ValueError):
+                self.ctx.update_span_id(bad)
+        with self.assertRaises(TypeError):
+            self.ctx.set_ids(12345, SPAN)
+
+    def test_half_ids_are_the_librarys_error(self):
+        self.assertError(Error.EIDS, self.ctx.set_ids, TRACE, bytes(8))
+        self.assertError(Error.EIDS, self.ctx.update_span_id, bytes(8))
+
+    def test_flags_out_of_range(self):
+        for bad in (256, -1, 1 << 40):
+            with self.assertRaises(ValueError):
+                self.ctx.set_trace_flags(bad)
+        with self.assertRaises(TypeError):
+            self.ctx.set_trace_flags(True)
+
+    def test_values_that_do_not_fit(self):
+        self.assertError(Error.EVALUE, self.ctx.set_attr, self.key, "x" * 256)
+        self.assertError(Error.EUTF8, self.ctx.set_attr, self.key, b"\xff")
+        with self.assertRaises(UnicodeEncodeError):
+            self.ctx.set_attr(self.key, "\ud800")
+        with self.assertRaises(TypeError):
+            self.ctx.set_attr(self.key, 42)
+        # 255 bytes is the limit, and it fits.
+        other = otc.Context()
+        other.set_attr(self.key, "x" * 255)
+        other.destroy()
+
+    def test_key_indices_out_of_range(self):
+        self.assertError(Error.EKEY, self.ctx.set_attr, 256, "x")
+        self.assertError(Error.EKEY, self.ctx.remove_attr, 256)
+        for bad in (-1, 1 << 32):
+            with self.assertRaises(ValueError):
+                self.ctx.set_attr(bad, "x")
+        self.assertError(Error.ENOKEY, self.ctx.set_attr, "test.never.registered", "x")
+
+    def test_attributes_over_612_bytes(self):
+        attrs = {k: "v" * 200 for k in range(100, 103)}  # 3 * 202 = 606: fits
+        self.ctx.set_attrs(attrs)
+        attrs[103] = "v" * 10
+        self.assertError(Error.ENOSPC, self.ctx.set_attrs, attrs)
+        self.ctx.set_attrs({self.key: "v"})  # back to what was committed
+
+    def test_duplicate_keys(self):
+        self.assertError(Error.EDUPKEY, self.ctx.set_attrs, [(1, "a"), (1, "b")])
+        self.assertError(Error.EDUPKEY, self.ctx.update_all, TRACE, CHILD, 1,
+                         [(self.key, "a"), (self.key, "b")])
+
+
+class ContextManager(Clean):
+    def test_with_publishes_and_restores_nothing(self):
+        ctx = otc.Context(TRACE, SPAN, 1)
+        with ctx as entered:
+            self.assertIs(entered, ctx)
+            self.assertEqual(otc.read().span_id, SPAN)
+        self.assertIsNone(otc.current())
+        self.assertError(Error.ENOCTX, otc.read)
+        ctx.destroy()
+
+    def test_nested_spans_restore_the_previous_context(self):
+        outer, inner = otc.Context(TRACE, SPAN), otc.Context(TRACE, CHILD)
+        with outer:
+            with inner:
+                self.assertEqual(otc.read().span_id, CHILD)
+                with inner:  # already attached: exit leaves it attached
+                    pass
+                self.assertIs(otc.current(), inner)
+            self.assertIs(otc.current(), outer)
+            self.assertEqual(otc.read().span_id, SPAN)
+        self.assertIsNone(otc.current())
+        outer.destroy()
+        inner.destroy()
+
+    def test_restores_on_exception(self):
+        outer, inner = otc.Context(TRACE, SPAN), otc.Context(TRACE, CHILD)
+        with outer:
+            with self.assertRaises(KeyError):
+                with inner:
+                    raise KeyError("boom")
+            self.assertIs(otc.current(), outer)
+        outer.destroy()
+        inner.destroy()
+
+    def test_enter_commits_pending_edits(self):
+        ctx = otc.Context()
+        ctx.set_ids(TRACE, SPAN, 1)
+        with ctx:
+            self.assertEqual(otc.read().trace_id, TRACE)
+        ctx.destroy()
+
+
+class Threads(Clean):
+    N = 8
+    ROUNDS = 2000
+
+    def test_each_thread_reads_back_its_own_context(self):
+        key = fresh_key()
+        barrier = threading.Barrier(self.N)
+        failures = []
+        contexts = []
+
+        def worker(i):
+            trace = bytes([i + 1]) * 16
+            span = bytes([i + 1]) * 8
+            ctx = otc.Context(trace, span, 1, attrs={key: "worker-%d" % i})
+            contexts.append(ctx)
+            try:
+                with ctx:
+                    barrier.wait()
+                    for n in range(self.ROUNDS):
+                        child = struct.pack(">Q", (i << 32) | (n + 1))
+                        ctx.update_span_id(child)
+                        rec = otc.read()
+                        if (rec.trace_id, rec.span_id, dict(rec.attrs)) != (
+                                trace, child, {key: "worker-%d" % i}):
+                            failures.append((i, n, rec))
+                            return
+                    barrier.wait()
+                if otc.current() is not None:
+                    failures.append((i, "still attached"))
+            except Exception as e:  # reported below, with the thread's index
+                failures.append((i, e))
+                barrier.abort()
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(self.N)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        self.assertEqual(len(contexts), self.N)
+        for ctx in contexts:
+            ctx.destroy()
+        self.assertError(Error.ENOCTX, otc.read)
+
+    def test_a_context_attached_to_another_thread_is_busy(self):
+        ctx = otc.Context(TRACE, SPAN)
+        attached, release = threading.Event(), threading.Event()
+
+        def owner():
+            with ctx:
+                attached.set()
+                release.wait(30)
+
+        t = threading.Thread(target=owner)
+        t.start()
+        try:
+            self.assertTrue(attached.wait(30))
+            self.assertError(Error.EBUSY, ctx.destroy)
+            self.assertError(Error.EBUSY, ctx.attach)
+            self.assertError(Error.EBUSY, ctx.update)
+            with self.assertRaises(ThreadCtxError):
+                with ctx:
+                    pass
+            self.assertIsNone(otc.current())
+        finally:
+            release.set()
+            t.join()
+        ctx.destroy()
+
+    def test_thread_ending_attached_leaves_a_usable_context(self):
+        ctxs = [otc.Context(bytes([9]) * 16, bytes([i + 1]) * 8) for i in range(4)]
+
+        def leave_attached(ctx):
+            ctx.update_attach()
+            if otc.read().span_id != ctx_span(ctx):
+                raise AssertionError("not published")
+
+        def ctx_span(ctx):
+            return bytes([ctxs.index(ctx) + 1]) * 8
+
+        for ctx in ctxs:
+            t = threading.Thread(target=leave_attached, args=(ctx,))
+            t.start()
+            t.join()
+        for ctx in ctxs:
+            # Detached when its thread ended, not freed by the library.
+            ctx.update_attach()
+            self.assertEqual(otc.read().span_id, ctx_span(ctx))
+            otc.detach()
+            ctx.destroy()
+
+
+class Keys(unittest.TestCase):
+    def test_register_find_name_count(self):
+        count = otc.key_count()
+        name = "test.registry.%d" % next(_names)
+        index = otc.key_register(name)
+        self.assertEqual(index, count)
+        self.assertEqual(otc.key_count(), count + 1)
+        self.assertEqual(otc.key_register(name), index)
+        self.assertEqual(otc.key_count(), count + 1)
+        self.assertEqual(otc.key_find(name), index)
+        self.assertEqual(otc.key_name(index), name)
+        self.assertIsNone(otc.key_name(otc.key_count()))
+        self.assertIsNone(otc.key_name(256))
+
+    def test_names_that_do_not_fit(self):
+        count = otc.key_count()
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.key_register("")
+        self.assertEqual(cm.exception.code, Error.ENAME)
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.key_register("k" * 256)
+        self.assertEqual(cm.exception.code, Error.ENAME)
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.key_register(b"\xff")
+        self.assertEqual(cm.exception.code, Error.ENAME)
+        with self.assertRaises(ValueError):
+            otc.key_register("a\0b")
+        with self.assertRaises(ValueError):
+            otc.key_name(-1)
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.key_find("test.never.registered")
+        self.assertEqual(cm.exception.code, Error.ENOKEY)
+        self.assertEqual(otc.key_count(), count)
+        self.assertEqual(otc.key_name(otc.key_register("k" * 255)), "k" * 255)
+
+
+class Decode(unittest.TestCase):
+    @staticmethod
+    def record(valid=1, entries=b"", size=None):
+        size = len(entries) if size is None else size
+        return TRACE + SPAN + struct.pack("=BBH", valid, 1, size) + entries
+
+    def test_decode_last_duplicate_wins(self):
+        entries = bytes([3, 1]) + b"a" + bytes([4, 2]) + b"bc" + bytes([3, 1]) + b"d"
+        rec = otc.record_decode(self.record(entries=entries))
+        self.assertEqual((rec.trace_id, rec.span_id, rec.flags), (TRACE, SPAN, 1))
+        self.assertEqual(dict(rec.raw_attrs), {4: b"bc", 3: b"d"})
+
+    def test_truncated_entry_stops_the_walk(self):
+        entries = bytes([3, 1]) + b"a" + bytes([4, 9]) + b"bc"
+        rec = otc.record_decode(self.record(entries=entries))
+        self.assertEqual(dict(rec.attrs), {3: "a"})
+
+    def test_decode_errors(self):
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.record_decode(self.record()[:27])
+        self.assertEqual(cm.exception.code, Error.ETRUNCATED)
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.record_decode(self.record(valid=0))
+        self.assertEqual(cm.exception.code, Error.EINVALID)
+        with self.assertRaises(TypeError):
+            otc.record_decode("not bytes")
+
+    def test_invalid_utf8_is_kept_as_bytes_and_refused_as_text(self):
+        rec = otc.record_decode(self.record(entries=bytes([5, 1, 0xFF])))
+        self.assertEqual(dict(rec.raw_attrs), {5: b"\xff"})
+        with self.assertRaises(UnicodeDecodeError):
+            rec.attrs  # pylint: disable=pointless-statement
+
+    def test_records_are_immutable(self):
+        rec = otc.record_decode(self.record(entries=bytes([5, 1]) + b"x"))
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            rec.flags = 0
+        with self.assertRaises(TypeError):
+            rec.attrs[5] = "y"
+        self.assertIn(TRACE.hex(), repr(rec))
+
+
+class SelfCheck(Clean):
+    def test_the_slot_is_the_exported_one(self):
+        res = otc.self_check()
+        self.assertTrue(res.ok, res.reason)
+        self.assertEqual(res.status, otc.SelfCheckStatus.OK)
+        self.assertEqual(res.slot, res.exported)
+        self.assertGreaterEqual(res.exporting_modules, 1)
+        self.assertIn("libotel-thread-ctx", res.exported_module)
+        self.assertTrue(res.reason)
+
+    def test_in_a_new_thread(self):
+        results = []
+        t = threading.Thread(target=lambda: results.append(otc.self_check()))
+        t.start()
+        t.join()
+        self.assertTrue(results[0].ok, results[0].reason)
+        self.assertNotEqual(results[0].slot, otc.self_check().slot)
+
+
+if __name__ == "__main__":
+    unittest.main()
