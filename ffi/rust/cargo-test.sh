@@ -5,6 +5,12 @@
 # its uninstalled .pc, LD_LIBRARY_PATH at its library).  Whichever cargo is
 # first on PATH runs them, with the rustc next to it on PATH.
 #
+# In a sanitizer build OTEL_FFI_PRELOAD names the sanitizer's runtimes
+# (colon-separated): the test programs run with them in LD_PRELOAD, through
+# cargo's runner for the host target, and cargo and rustc without.  rustdoc
+# runs the doctests itself, with no runner on stable Rust, so they are left
+# to the other builds there.
+#
 # usage: cargo-test.sh SKIP_REASON CRATE_DIR tests|readme
 #   tests    the unit and integration tests and the API's doctests
 #   readme   the README's example, as printed (a doctest build.rs takes from
@@ -23,12 +29,30 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 cd "$dir"
 echo "cargo: $(command -v cargo), $(cargo --version); rustc: $(rustc --version)"
+preload=${OTEL_FFI_PRELOAD:-}
+if [ -n "$preload" ]; then
+	host=$(rustc -vV | sed -n 's/^host: //p')
+	runner_var=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER
+	export "$runner_var=env LD_PRELOAD=$preload"
+	# A library built by clang leaves the sanitizer's symbols to the
+	# executable, which gets them from the preloaded runtime.
+	export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C link-arg=-Wl,--allow-shlib-undefined"
+	echo "sanitizer runtimes preloaded into the test programs: $preload"
+fi
 case $what in
 tests)
 	cargo test --offline --locked --lib --tests
-	cargo test --offline --locked --doc -- --skip readme_example
+	if [ -n "$preload" ]; then
+		echo "doctests not run: rustdoc cannot preload the sanitizer runtime into them"
+	else
+		cargo test --offline --locked --doc -- --skip readme_example
+	fi
 	;;
 readme)
+	if [ -n "$preload" ]; then
+		echo "skip: sanitizer build: the example is a doctest, which rustdoc runs without the sanitizer runtime it needs"
+		exit 77
+	fi
 	mkdir -p "$CARGO_TARGET_DIR"
 	log=$CARGO_TARGET_DIR/readme-example.log
 	rc=0
