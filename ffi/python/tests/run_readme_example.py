@@ -65,7 +65,10 @@ def main():
         path = os.path.join(tmp, "example.py")
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(code) + "\n")
-        r = subprocess.run([sys.executable, path], stdout=subprocess.PIPE,
+        # OTEL_TEST_PYTHON: how meson test started this interpreter (under
+        # an emulator in a cross build).
+        interpreter = os.environ.get("OTEL_TEST_PYTHON", "").split() or [sys.executable]
+        r = subprocess.run(interpreter + [path], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=60, check=False)
     print("example:\n" + "\n".join(code))
     print("printed:\n" + r.stdout, end="")

@@ -51,7 +51,10 @@ class Loading(unittest.TestCase):
     def run_python(self, code, env):
         base = {k: v for k, v in os.environ.items() if k != "OTEL_THREAD_CTX_LIBRARY"}
         base.update(env)
-        return subprocess.run([sys.executable, "-c", code], env=base,
+        # OTEL_TEST_PYTHON: how meson test started this interpreter (under
+        # an emulator in a cross build).
+        python = os.environ.get("OTEL_TEST_PYTHON", "").split() or [sys.executable]
+        return subprocess.run(python + ["-c", code], env=base,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, timeout=60)
 
