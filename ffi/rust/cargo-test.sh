@@ -11,6 +11,11 @@
 # runs the doctests itself, with no runner on stable Rust, so they are left
 # to the other builds there.
 #
+# In a cross build OTEL_RUST_TARGET is cargo's target, OTEL_RUST_LINKER the
+# linker of its programs and OTEL_RUST_RUNNER how to run them (the exe
+# wrapper); they skip if rustc has no standard library for that target, and
+# the doctests are left to the native builds, for the same reason as above.
+#
 # usage: cargo-test.sh SKIP_REASON CRATE_DIR tests|readme
 #   tests    the unit and integration tests and the API's doctests
 #   readme   the README's example, as printed (a doctest build.rs takes from
@@ -30,6 +35,24 @@ fi
 cd "$dir"
 echo "cargo: $(command -v cargo), $(cargo --version); rustc: $(rustc --version)"
 preload=${OTEL_FFI_PRELOAD:-}
+target=${OTEL_RUST_TARGET:-}
+target_args=
+if [ -n "$target" ] && [ "$what" = readme ]; then
+	echo "skip: cross build: the example is a doctest, which rustdoc cannot run through the exe wrapper"
+	exit 77
+fi
+if [ -n "$target" ]; then
+	sysroot=$(rustc --print sysroot)
+	if ! ls "$sysroot/lib/rustlib/$target/lib/"libstd-*.rlib >/dev/null 2>&1; then
+		echo "skip: rustc has no standard library for $target in $sysroot (Debian's rustc: apt-get install libstd-rust-dev for that architecture; rustup: rustup target add $target)"
+		exit 77
+	fi
+	target_var=$(echo "$target" | tr 'a-z-' 'A-Z_')
+	export "CARGO_TARGET_${target_var}_LINKER=$OTEL_RUST_LINKER"
+	export "CARGO_TARGET_${target_var}_RUNNER=$OTEL_RUST_RUNNER"
+	target_args="--target $target"
+	echo "cross build: tests built for $target, linked by $OTEL_RUST_LINKER, run by $OTEL_RUST_RUNNER"
+fi
 if [ -n "$preload" ]; then
 	host=$(rustc -vV | sed -n 's/^host: //p')
 	runner_var=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER
@@ -41,9 +64,12 @@ if [ -n "$preload" ]; then
 fi
 case $what in
 tests)
-	cargo test --offline --locked --lib --tests
+	# shellcheck disable=SC2086
+	cargo test --offline --locked $target_args --lib --tests
 	if [ -n "$preload" ]; then
 		echo "doctests not run: rustdoc cannot preload the sanitizer runtime into them"
+	elif [ -n "$target" ]; then
+		echo "doctests not run: rustdoc cannot run them through the exe wrapper"
 	else
 		cargo test --offline --locked --doc -- --skip readme_example
 	fi

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The #[repr(C)] declarations of `sys` against the C header: the values the
-//! header states, and, when OTEL_THREAD_CTX_C_LAYOUT names the program
-//! ffi/rust/layout.c built by Meson (`meson test` sets it), every size,
+//! header states, and, when OTEL_THREAD_CTX_C_LAYOUT is the command line of
+//! the program ffi/rust/layout.c built by Meson (`meson test` sets it; in a
+//! cross build, through the exe wrapper), every size,
 //! alignment and offset as the C compiler lays them out.
 use otel_thread_ctx::sys;
 use std::collections::BTreeMap;
@@ -89,9 +90,15 @@ fn every_struct_matches_the_c_compiler() {
             return;
         }
     };
+    // A command line: in a cross build, the exe wrapper, its arguments and
+    // the program.
+    let program = program.into_string().expect("a UTF-8 command line");
+    let mut words = program.split_whitespace();
+    let first = words.next().expect("a program");
     // An instrumented C program brings its sanitizer runtime itself: a
     // preloaded copy (a sanitizer build's runner) would be a second one.
-    let out = Command::new(&program)
+    let out = Command::new(first)
+        .args(words)
         .env_remove("LD_PRELOAD")
         .output()
         .expect("running the C layout program");
