@@ -37,26 +37,33 @@ echo "cargo: $(command -v cargo), $(cargo --version); rustc: $(rustc --version)"
 preload=${OTEL_FFI_PRELOAD:-}
 target=${OTEL_RUST_TARGET:-}
 target_args=
-if [ -n "$target" ] && [ "$what" = readme ]; then
-	echo "skip: cross build: the example is a doctest, which rustdoc cannot run through the exe wrapper"
-	exit 77
+if [ "$what" = readme ]; then
+	if [ -n "$target" ]; then
+		echo "skip: cross build: the example is a doctest, which rustdoc cannot run through the exe wrapper"
+		exit 77
+	fi
+	if [ -n "$preload" ]; then
+		echo "skip: sanitizer build: the example is a doctest, which rustdoc runs without the sanitizer runtime it needs"
+		exit 77
+	fi
 fi
+# cargo_var TRIPLE NAME: cargo's environment variable NAME for target TRIPLE.
+cargo_var() {
+	echo "CARGO_TARGET_$(echo "$1" | tr 'a-z-' 'A-Z_')_$2"
+}
 if [ -n "$target" ]; then
 	sysroot=$(rustc --print sysroot)
 	if ! ls "$sysroot/lib/rustlib/$target/lib/"libstd-*.rlib >/dev/null 2>&1; then
 		echo "skip: rustc has no standard library for $target in $sysroot (Debian's rustc: apt-get install libstd-rust-dev for that architecture; rustup: rustup target add $target)"
 		exit 77
 	fi
-	target_var=$(echo "$target" | tr 'a-z-' 'A-Z_')
-	export "CARGO_TARGET_${target_var}_LINKER=$OTEL_RUST_LINKER"
-	export "CARGO_TARGET_${target_var}_RUNNER=$OTEL_RUST_RUNNER"
+	export "$(cargo_var "$target" LINKER)=$OTEL_RUST_LINKER"
+	export "$(cargo_var "$target" RUNNER)=$OTEL_RUST_RUNNER"
 	target_args="--target $target"
 	echo "cross build: tests built for $target, linked by $OTEL_RUST_LINKER, run by $OTEL_RUST_RUNNER"
 fi
 if [ -n "$preload" ]; then
-	host=$(rustc -vV | sed -n 's/^host: //p')
-	runner_var=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER
-	export "$runner_var=env LD_PRELOAD=$preload"
+	export "$(cargo_var "$(rustc -vV | sed -n 's/^host: //p')" RUNNER)=env LD_PRELOAD=$preload"
 	# A library built by clang leaves the sanitizer's symbols to the
 	# executable, which gets them from the preloaded runtime.
 	export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C link-arg=-Wl,--allow-shlib-undefined"
@@ -75,10 +82,6 @@ tests)
 	fi
 	;;
 readme)
-	if [ -n "$preload" ]; then
-		echo "skip: sanitizer build: the example is a doctest, which rustdoc runs without the sanitizer runtime it needs"
-		exit 77
-	fi
 	mkdir -p "$CARGO_TARGET_DIR"
 	log=$CARGO_TARGET_DIR/readme-example.log
 	rc=0
