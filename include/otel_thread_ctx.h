@@ -21,18 +21,51 @@
  * the calling thread, moves the thread's slot to it with a single pointer
  * store.  A reader interrupting the thread at any instruction therefore sees
  * no record, the complete old one or the complete new one, and never a record
- * whose valid byte is not 1 (only otel_thread_ctx_invalidate() produces that).
+ * whose valid byte is not 1: records are published by pointer swap only.
  *
  * Ownership
  * ---------
- * While attached, a context belongs to the thread it is attached to: it
- * cannot be destroyed (OTEL_THREAD_CTX_EBUSY), it cannot be attached to, or
- * committed or invalidated from, another thread (OTEL_THREAD_CTX_EBUSY), and
- * it is handed back to the caller by the attach that replaces it or by
- * otel_thread_ctx_detach().  When a thread exits with a context attached, the
- * library unpublishes it and destroys it: no memory stays behind for an
- * exited thread.  A context is not itself thread-safe: edit it from one thread
- * at a time, and while it is attached, only from the thread it is attached to.
+ * The caller that creates a context holds it until it calls
+ * otel_thread_ctx_destroy().  Attaching lends it to a thread: while attached,
+ * it belongs to that thread, and other threads can neither attach, edit,
+ * commit, invalidate nor destroy it (OTEL_THREAD_CTX_EBUSY; the claim is
+ * atomic, so of two threads attaching one context exactly one succeeds).
+ * The attach that replaces it, or otel_thread_ctx_detach(), hands it back.
+ *
+ * A thread that exits with a context attached unpublishes it and hands it
+ * back to its holder, who destroys it when it wants, before or after the
+ * thread is gone: the context stays valid until then, in whatever order
+ * thread exit and the holder's cleanup run (a pthread-key destructor of the
+ * holder, a finalizer of a managed runtime on another thread).  destroy()
+ * called on the thread the context is attached to unpublishes it first.
+ * A context created with OTEL_THREAD_CTX_FREE_WITH_THREAD is instead given
+ * to the thread it is attached to: if that thread exits with it attached,
+ * the library frees it, and the caller must not use it afterwards.  Either
+ * way nothing stays behind for an exited thread when the holder follows its
+ * rule (destroy, or FREE_WITH_THREAD), and the slot never points to freed
+ * memory.
+ *
+ * A context is not itself thread-safe: edit it from one thread at a time,
+ * and while it is attached, only from the thread it is attached to.
+ *
+ * Other definitions of the slot
+ * -----------------------------
+ * When a module earlier in the lookup scope (the executable, another
+ * tracer's library) also defines otel_thread_ctx_v1, symbol resolution makes
+ * that definition the slot in effect for this library, and records are
+ * published there, where readers find them; the library writes only those 8
+ * bytes, never what follows them.  Its own per-thread state is a hidden
+ * thread-local that no other definition can take the place of.
+ * otel_thread_ctx_self_check() says which module's slot is in effect.  (The
+ * static library always uses its own definition, which in an executable is
+ * the one in effect.)
+ *
+ * Unloading
+ * ---------
+ * The shared library is never unloaded (-z nodelete).  A shared object that
+ * links the static library may be dlclose()d: it unregisters the thread-exit
+ * cleanup first, so threads may exit and the process fork afterwards.
+ * Detach every context from every thread before unloading it.
  *
  * Signals and locks
  * -----------------
@@ -48,8 +81,8 @@
  * A signal handler that interrupts one of these calls on the same thread may
  * read the slot at any time, but must not itself change that thread's
  * attachment or edit the context being changed.  Of the thread-context
- * functions, only otel_thread_ctx_create() allocates, and only
- * otel_thread_ctx_destroy() and thread exit free.  Registering an attribute
+ * functions, only otel_thread_ctx_create() and _create_with() allocate, and
+ * only otel_thread_ctx_destroy() and thread exit (FREE_WITH_THREAD) free.  Registering an attribute
  * key, publishing the process context (otel_process_ctx.h) and
  * otel_thread_ctx_self_check() are start-up work: they may lock and
  * allocate, as each one's comment says.
@@ -154,10 +187,11 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_EVALUE = -4,
 	/* Attribute value is not valid UTF-8. */
 	OTEL_THREAD_CTX_EUTF8 = -5,
-	/* The attributes would need more than OTEL_THREAD_CTX_ATTRS_MAX bytes. */
+	/* The attributes would need more bytes than the context's capacity
+	 * (OTEL_THREAD_CTX_ATTRS_MAX unless created smaller). */
 	OTEL_THREAD_CTX_ENOSPC = -6,
-	/* The context is attached: to any thread (destroy), or to another
-	 * thread (attach, update, update_attach, invalidate). */
+	/* The context is attached to another thread (every function that
+	 * takes a context, destroy included). */
 	OTEL_THREAD_CTX_EBUSY = -7,
 	/* attach: the context has edits that are not committed; publishing it
 	 * would show older data than it holds.  Use update_attach. */
@@ -224,6 +258,9 @@ enum otel_thread_ctx_error {
 	 * support (local-dynamic, no access at all, another architecture, an
 	 * unknown C library where the DTV is needed). */
 	OTEL_THREAD_CTX_EMODEL = -33,
+	/* otel_thread_ctx_create_with(): options->size too small, an unknown
+	 * flag, or attrs_capacity above OTEL_THREAD_CTX_ATTRS_MAX. */
+	OTEL_THREAD_CTX_EOPTIONS = -34,
 };
 
 /* A static, English description of an error code; never NULL. */
@@ -242,21 +279,54 @@ struct otel_thread_ctx_attr {
 
 /*
  * Allocates a context whose published record is valid and empty (no ids, no
- * attributes) and stores it in *ctx.  This is the only function that
- * allocates.  Errors: ENULL, ENOMEM.  Not async-signal-safe.
+ * attributes), with room for OTEL_THREAD_CTX_ATTRS_MAX bytes of attributes,
+ * and stores it in *ctx; the caller holds it (see "Ownership").  Of the
+ * thread-context functions only create and create_with allocate.
+ * Errors: ENULL, ENOMEM.  Not async-signal-safe.
  */
 int otel_thread_ctx_create(otel_thread_ctx **ctx);
 
+/* Creation flag: the thread a context is attached to when it exits frees
+ * it (see "Ownership"). */
+#define OTEL_THREAD_CTX_FREE_WITH_THREAD 0x1u
+
+/* Options of otel_thread_ctx_create_with().  Start from
+ * OTEL_THREAD_CTX_OPTIONS_INIT, which gives create()'s defaults, so that a
+ * later version may add fields. */
+struct otel_thread_ctx_options {
+	/* sizeof(struct otel_thread_ctx_options). */
+	size_t size;
+	/* OTEL_THREAD_CTX_FREE_WITH_THREAD, or 0. */
+	unsigned int flags;
+	/* Bytes of attribute entries the context's records can hold, 0 to
+	 * OTEL_THREAD_CTX_ATTRS_MAX: 0 for a context with ids only.  Its
+	 * records take 28 bytes plus this, and setters that would go past it
+	 * fail with ENOSPC. */
+	unsigned int attrs_capacity;
+};
+
+#define OTEL_THREAD_CTX_OPTIONS_INIT                                            \
+	{ sizeof(struct otel_thread_ctx_options), 0, OTEL_THREAD_CTX_ATTRS_MAX }
+
 /*
- * Frees a detached context.  NULL is accepted and does nothing.
- * Errors: EBUSY if the context is attached to a thread.
- * Not async-signal-safe.
+ * otel_thread_ctx_create() with options; NULL options are the defaults.
+ * Errors: ENULL, EOPTIONS, ENOMEM.  Not async-signal-safe.
+ */
+int otel_thread_ctx_create_with(otel_thread_ctx **ctx,
+				const struct otel_thread_ctx_options *options);
+
+/*
+ * Frees a context.  NULL is accepted and does nothing.  A context attached
+ * to the calling thread is unpublished first.
+ * Errors: EBUSY if the context is attached to another thread (nothing
+ * changes).  Not async-signal-safe.
  */
 int otel_thread_ctx_destroy(otel_thread_ctx *ctx);
 
 /*
  * Draft setters.  They change what the next commit publishes and nothing
- * else.  All are async-signal-safe and do not allocate.
+ * else.  All are async-signal-safe and do not allocate, and all fail with
+ * EBUSY, changing nothing, on a context attached to another thread.
  */
 
 /* Sets both ids and the trace flags.  Both ids all zero (with flags 0) clears
@@ -293,7 +363,8 @@ int otel_thread_ctx_clear(otel_thread_ctx *ctx);
  * Replaces all the attributes with the `n` given ones, in that order, in one
  * call: what the start of a request wants.  Each is checked as
  * otel_thread_ctx_set_attr() checks one; keys must be distinct; together they
- * must fit in the 612 bytes.  n == 0 (attrs may then be NULL) removes all.
+ * must fit in the context's capacity.  n == 0 (attrs may then be NULL)
+ * removes all.
  * Errors: ENULL, EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC.
  */
 int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx, const struct otel_thread_ctx_attr *attrs,
@@ -301,8 +372,10 @@ int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx, const struct otel_thread_ctx
 
 /*
  * Publishes `ctx` on the calling thread and stores in *prev the context it
- * replaces (NULL if none); the caller owns *prev again.  If ctx is already
- * attached to the calling thread nothing changes and *prev is ctx.
+ * replaces (NULL if none); the caller holds *prev again.  If ctx is already
+ * attached to the calling thread nothing changes and *prev is ctx.  The
+ * claim on ctx is atomic: when threads race to attach one context, one
+ * succeeds and the others fail with EBUSY.
  * Errors: ENULL; EPENDING when ctx has uncommitted edits; EBUSY when ctx is
  * attached to another thread; ETHREAD.
  */
@@ -351,9 +424,13 @@ int otel_thread_ctx_update_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev);
 int otel_thread_ctx_detach(otel_thread_ctx **prev);
 
 /*
- * Marks the published record of `ctx` invalid (valid = 0) without detaching
- * or freeing it: a thread that has it attached publishes "ignore me" until
- * the next otel_thread_ctx_update() or _update_attach() of ctx.
+ * Withdraws what `ctx` publishes without detaching or freeing it: a thread
+ * that has it attached publishes nothing (its slot is NULL) until the next
+ * otel_thread_ctx_update() or _update_attach() of ctx, which publishes its
+ * record again, with or without new edits.  Attaching it meanwhile publishes
+ * nothing either.  Records are only ever published by pointer swap: no
+ * published record is marked invalid in place (the format asks a writer to
+ * use one method).
  * Errors: ENULL; EBUSY when ctx is attached to another thread.
  */
 int otel_thread_ctx_invalidate(otel_thread_ctx *ctx);
@@ -449,16 +526,24 @@ enum otel_thread_ctx_self_check_status {
 struct otel_thread_ctx_self_check {
 	/* enum otel_thread_ctx_self_check_status */
 	int status;
-	/* &otel_thread_ctx_v1 as this library's TLSDESC access computes it in
-	 * the calling thread: where attach, update and detach store. */
+	/* The slot in effect: &otel_thread_ctx_v1 as this library's TLSDESC
+	 * access computes it in the calling thread, where attach, update and
+	 * detach store. */
 	const void *slot;
+	/* The library's own definition of otel_thread_ctx_v1 in the calling
+	 * thread.  It is `slot` unless a module earlier in the lookup scope
+	 * defines the symbol too (see "Other definitions of the slot"). */
+	const void *own_slot;
+	/* Non-zero when the slot in effect is the library's own definition. */
+	int slot_is_own;
 	/* What the exported otel_thread_ctx_v1 resolves to in the calling
 	 * thread: the module's TLS block plus the symbol's value.  With
 	 * status OK it equals `slot`; with MISMATCH it is the first exporting
 	 * module's; NULL when nothing is exported. */
 	const void *exported;
-	/* The loader's name (path) of the module whose TLS block holds `slot`,
-	 * "" for the main program, NULL if none was found; and of the module
+	/* The loader's name (path) of the module whose TLS block holds `slot`
+	 * (the module whose definition is in effect), "" for the main program,
+	 * NULL if none was found; and of the module
 	 * `exported` belongs to (with UNKNOWN: the exporting module whose block
 	 * could not be located).  Valid while that module stays loaded. */
 	const char *module;

@@ -37,7 +37,7 @@ OTEL_EXPORT int otel_thread_ctx_read(struct otel_thread_ctx_record *out)
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	rec = __atomic_load_n(&otel__thread_self()->slot, __ATOMIC_RELAXED);
+	rec = __atomic_load_n(otel__slot_in_effect(), __ATOMIC_RELAXED);
 	if (rec == NULL)
 		return OTEL_THREAD_CTX_ENOCTX;
 	return copy_record(rec, OTEL_THREAD_CTX_ATTRS_MAX, out);

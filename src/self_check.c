@@ -331,8 +331,10 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 		return OTEL_THREAD_CTX_ENULL;
 	memset(r, 0, sizeof(*r));
 	memset(&sc, 0, sizeof(sc));
-	sc.slot = otel__slot_address();
+	sc.slot = otel__slot_in_effect();
 	r->slot = sc.slot;
+	r->own_slot = otel__own_slot();
+	r->slot_is_own = r->slot == r->own_slot;
 	dl_iterate_phdr(visit, &sc);
 	if (sc.main_without_dynamic)
 		check_main_file(&sc);
@@ -363,16 +365,21 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 	r->module = sc.holder_found ? sc.holder : NULL;
 	r->exporting_modules = sc.exporting;
 	if (match != NULL) {
+		char others[64] = "";
+
 		r->status = OTEL_THREAD_CTX_SELF_CHECK_OK;
 		r->exported = match->addr;
 		r->exported_module = match->name;
 		if (sc.exporting > 1)
-			say(r, "%s exports " SLOT_NAME ", which resolves to %p in this thread, the slot this library writes; %u other loaded module%s export%s it too",
-			    module_text(match->name, match->is_main), sc.slot, sc.exporting - 1,
-			    sc.exporting == 2 ? "" : "s", sc.exporting == 2 ? "s" : "");
+			snprintf(others, sizeof(others), "; %u other loaded module%s export%s it too",
+				 sc.exporting - 1, sc.exporting == 2 ? "" : "s",
+				 sc.exporting == 2 ? "s" : "");
+		if (r->slot_is_own)
+			say(r, "%s exports " SLOT_NAME ", which resolves to %p in this thread, the slot this library writes%s",
+			    module_text(match->name, match->is_main), sc.slot, others);
 		else
-			say(r, "%s exports " SLOT_NAME ", which resolves to %p in this thread, the slot this library writes",
-			    module_text(match->name, match->is_main), sc.slot);
+			say(r, "%s exports " SLOT_NAME ", which resolves to %p in this thread, the slot this library writes; it is that module's definition, ahead of the library's own (%p), so records go where readers look, but any other writer of that slot competes with this library%s",
+			    module_text(match->name, match->is_main), sc.slot, r->own_slot, others);
 		return OTEL_THREAD_CTX_OK;
 	}
 	if (first != NULL) {

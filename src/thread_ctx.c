@@ -3,12 +3,20 @@
  * Contexts, their records, and the calling thread's slot.
  *
  * Publication is pointer-swap only: a record that a slot points to is never
- * written again while it is reachable (but for its valid byte, by
- * otel_thread_ctx_invalidate()).  Each context has two records; edits go to
- * the one that is not published, and a commit swaps their roles.  Readers run
- * on the thread (signal handlers) or while it is stopped (ptrace, eBPF), so
- * compiler ordering is all that matters: every record store comes before the
- * slot store that makes it reachable (signal fences in publish()).
+ * written again while it is reachable.  Each context has two records; edits
+ * go to the one that is not published, and a commit swaps their roles.
+ * Readers run on the thread (signal handlers) or while it is stopped (ptrace,
+ * eBPF), so compiler ordering is all that matters there: every record store
+ * comes before the slot store that makes it reachable (signal fences in
+ * publish()).
+ *
+ * Ownership between threads is the one place where CPU ordering matters.  A
+ * context's `owner` word holds the token of the thread it is attached to, or
+ * 0.  A thread claims a context with one compare-and-swap (acquire), so of
+ * two threads attaching one context exactly one wins; it gives it back with
+ * a release store once its slot no longer leads to the context, after which
+ * it never touches it again.  Everything that needs "not attached to another
+ * thread" (setters, commits, destroy) loads the word with acquire.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -24,27 +32,29 @@
 #define ENTRY_HEADER 2u
 
 struct otel_thread_ctx {
-	struct otel_thread_ctx_record rec[2];
-	/*
-	 * 0 when detached; fork_generation + 1 of the process in which it was
-	 * attached otherwise.  A mark from before a fork names a thread that
-	 * does not exist in the child, so the child sees the context detached.
-	 * Read by other threads (to refuse a second owner), hence atomic.
-	 */
-	unsigned long attach_mark;
-	/* The published record and the draft: rec[0] and rec[1], in either
-	 * order.  Pointers rather than an index, for the attach path. */
+	/* Token of the thread it is attached to; 0 when detached. */
+	uint64_t owner;
+	/* The published record and the draft, in the storage below. */
 	struct otel_thread_ctx_record *pub, *draft;
+	/* What a thread that has the context attached publishes: pub, or NULL
+	 * after otel_thread_ctx_invalidate() until the next commit. */
+	const struct otel_thread_ctx_record *shown;
 	/*
 	 * FIELD_* masks.  Without edits, the draft equals the published record
-	 * but in the `stale` fields (and valid): those the last commit changed,
-	 * since the draft is the record it replaced.  The first edit brings
-	 * just those up to date, which on a span switch is 8 bytes, not the
-	 * record.  `edits` is 0 without edits, else EDITED and the fields the
-	 * edits changed: the stale fields after the next commit.
+	 * but in the `stale` fields: those the last commit changed, since the
+	 * draft is the record it replaced.  The first edit brings just those up
+	 * to date, which on a span switch is 8 bytes, not the record.  `edits`
+	 * is 0 without edits, else EDITED and the fields the edits changed: the
+	 * stale fields after the next commit.
 	 */
 	unsigned int stale;
 	unsigned int edits;
+	/* Bytes of attribute entries a record of this context may hold. */
+	uint16_t capacity;
+	/* OTEL_THREAD_CTX_FREE_WITH_THREAD ... */
+	uint16_t flags;
+	/* The two records follow, each 16-byte aligned. */
+	_Alignas(16) unsigned char storage[];
 };
 
 #define FIELD_TRACE 1u /* trace_id */
@@ -55,13 +65,27 @@ struct otel_thread_ctx {
 #define FIELD_ALL (FIELD_IDS | FIELD_ATTRS)
 #define EDITED 0x80u
 
+#define CREATE_FLAGS OTEL_THREAD_CTX_FREE_WITH_THREAD
+
 _Static_assert(OTEL_THREAD_CTX_KEY_MAX == OTEL_THREAD_CTX_VALUE_MAX,
 	       "attrs_encode() tests key and length against one bound");
+_Static_assert(OTEL_THREAD_CTX_ATTRS_MAX <= UINT16_MAX, "capacity is a uint16_t");
+
+/*
+ * Ownership tokens: a thread gets one when it first attaches, unique in the
+ * process and in the children it forks.  The top bits are the fork
+ * generation of the process: a context attached, in the parent, to a thread
+ * that the child does not have carries a token of an older generation, and
+ * in the child counts as detached.
+ */
+#define TOKEN_SERIAL_BITS 40
+#define TOKEN_GEN_MASK ((UINT64_C(1) << (64 - TOKEN_SERIAL_BITS)) - 1)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ready;
-static unsigned long fork_generation;
+static uint64_t fork_generation;
+static uint64_t token_serial;
 
 static void on_thread_exit(void *arg);
 static void after_fork_child(void);
@@ -76,51 +100,90 @@ static void init(void)
 
 /* Done when the library is loaded, so that the first attach of a thread,
  * maybe in a signal handler, finds the key made and the lock of
- * pthread_once() untouched.  The pthread_once() in register_exit_hook() covers
+ * pthread_once() untouched.  The pthread_once() in register_thread() covers
  * a constructor of another object that runs before this one. */
 __attribute__((constructor)) static void on_load(void)
 {
 	pthread_once(&init_once, init);
 }
 
-static inline bool is_attached(const struct otel_thread_ctx *ctx)
+#ifdef OTEL__OWN_SLOT
+/*
+ * The static library may be linked into a shared object (a tracer shipped as
+ * a plugin) that is later dlclose()d.  The thread-exit cleanup is a function
+ * of that object, so it must be unregistered first, or every thread that
+ * exits afterwards calls into unmapped code.  (glibc drops the fork handler
+ * of an unloaded object by itself; musl never unloads.)  The shared library
+ * is linked with -z nodelete and never unloaded, so it keeps its key until
+ * the process ends.
+ */
+__attribute__((destructor)) static void on_unload(void)
 {
-	unsigned long mark = __atomic_load_n(&ctx->attach_mark, __ATOMIC_RELAXED);
+	if (exit_key_ready) {
+		exit_key_ready = false;
+		pthread_key_delete(exit_key);
+	}
+}
+#endif
 
-	return mark != 0 &&
-	       mark == __atomic_load_n(&fork_generation, __ATOMIC_RELAXED) + 1;
+static inline uint64_t current_generation(void)
+{
+	return __atomic_load_n(&fork_generation, __ATOMIC_RELAXED) & TOKEN_GEN_MASK;
 }
 
-static inline void mark_attached(struct otel_thread_ctx *ctx, bool attached)
+static uint64_t new_token(void)
 {
-	unsigned long mark = attached ?
-		__atomic_load_n(&fork_generation, __ATOMIC_RELAXED) + 1 : 0;
+	uint64_t serial = __atomic_add_fetch(&token_serial, 1, __ATOMIC_RELAXED);
 
-	__atomic_store_n(&ctx->attach_mark, mark, __ATOMIC_RELAXED);
+	serial &= (UINT64_C(1) << TOKEN_SERIAL_BITS) - 1;
+	if (serial == 0)
+		serial = 1;
+	return current_generation() << TOKEN_SERIAL_BITS | serial;
 }
 
-/* True when ctx is attached to a thread other than the one owning `self`. */
+/* The token of a thread of this process (not of a parent's thread). */
+static inline bool live_token(uint64_t token)
+{
+	return token != 0 && token >> TOKEN_SERIAL_BITS == current_generation();
+}
+
+/* True when ctx is attached to a thread other than the one owning `t`. */
 static inline bool attached_elsewhere(const struct otel_thread_ctx *ctx,
-				      const struct otel__thread *self)
+				      const struct otel__thread *t)
 {
-	return self->ctx != ctx && is_attached(ctx);
+	uint64_t owner;
+
+	if (t->ctx == ctx)
+		return false;
+	owner = __atomic_load_n(&ctx->owner, __ATOMIC_ACQUIRE);
+	return owner != 0 && owner != t->token && live_token(owner);
 }
 
-static inline struct otel_thread_ctx_record *published(struct otel_thread_ctx *ctx)
+/* The same, for functions that do not otherwise need the calling thread:
+ * a detached context costs no TLS access. */
+static inline bool busy(const struct otel_thread_ctx *ctx)
 {
-	return ctx->pub;
+	uint64_t owner = __atomic_load_n(&ctx->owner, __ATOMIC_ACQUIRE);
+
+	return owner != 0 && owner != otel__thread_self()->token && live_token(owner);
 }
 
-static inline struct otel_thread_ctx_record *draft(struct otel_thread_ctx *ctx)
+/* Makes the calling thread (token t->token) the owner of ctx, unless another
+ * thread of this process is. */
+static inline bool claim(struct otel_thread_ctx *ctx, const struct otel__thread *t)
 {
-	return ctx->draft;
+	uint64_t seen = __atomic_load_n(&ctx->owner, __ATOMIC_RELAXED);
+
+	if (seen != 0 && live_token(seen))
+		return false;
+	return __atomic_compare_exchange_n(&ctx->owner, &seen, t->token, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-/* What the context holds now, committed or not: the record validation is
- * done against, before anything is written. */
-static inline const struct otel_thread_ctx_record *view(struct otel_thread_ctx *ctx)
+/* Gives ctx up; the caller must not touch it afterwards. */
+static inline void unclaim(struct otel_thread_ctx *ctx)
 {
-	return ctx->edits ? draft(ctx) : published(ctx);
+	__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELEASE);
 }
 
 /* Makes `rec` (or NULL) what the thread publishes. */
@@ -129,7 +192,7 @@ static inline void publish(struct otel__thread *t,
 {
 	/* The record is complete before the slot can lead to it ... */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&t->slot, rec, __ATOMIC_RELAXED);
+	__atomic_store_n(t->slot, rec, __ATOMIC_RELAXED);
 	/* ... and the record it replaced is not reused before it is
 	 * unreachable. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -166,38 +229,34 @@ static inline struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx,
 	return d;
 }
 
-/* The draft, up to date, becomes the published record; the record it
- * replaces, the draft, differs from it in the fields the edits changed.
- * (Everything is loaded before the byte store, which may alias it.) */
+/* The draft, up to date, becomes the published record (both records have
+ * valid = 1 from the start: it is never written); the record it replaces,
+ * the draft, differs from it in the fields the edits changed. */
 static inline void swap_records(struct otel_thread_ctx *ctx)
 {
 	struct otel_thread_ctx_record *d = ctx->draft, *p = ctx->pub;
 	unsigned int changed = ctx->edits & FIELD_ALL;
 
-	d->valid = 1;
 	ctx->draft = p;
 	ctx->pub = d;
+	ctx->shown = d;
 	ctx->stale = changed;
 	ctx->edits = 0;
 }
 
-static inline bool published_valid(struct otel_thread_ctx *ctx)
+/* Commits: the draft becomes the published record, or, without edits, an
+ * invalidated context is shown again.  False if there was nothing to do. */
+static inline bool commit(struct otel_thread_ctx *ctx)
 {
-	return __atomic_load_n(&published(ctx)->valid, __ATOMIC_RELAXED) == 1;
-}
-
-/* Turns the draft into the published record; false if there was nothing to
- * do (no edit, and the published record is valid).  Without edits, the
- * draft is first made a copy of the (invalidated) published record. */
-static bool commit(struct otel_thread_ctx *ctx)
-{
-	if (!ctx->edits) {
-		if (published_valid(ctx))
-			return false;
-		edit(ctx, 0, 0);
+	if (ctx->edits) {
+		swap_records(ctx);
+		return true;
 	}
-	swap_records(ctx);
-	return true;
+	if (ctx->shown == NULL) {
+		ctx->shown = ctx->pub;
+		return true;
+	}
+	return false;
 }
 
 /* For the ids: n is a multiple of 8, read as 64-bit words. */
@@ -227,137 +286,116 @@ static int find_attr(const struct otel_thread_ctx_record *r, unsigned int key)
 	return -1;
 }
 
-static int register_exit_hook(struct otel__thread *t)
+/*
+ * The first attach of a thread: the thread-exit cleanup, the slot in effect
+ * and the thread's token.  Each is done once; the cleanup again when a later
+ * pthread-key destructor of an exiting thread attaches after it ran.
+ */
+static int register_thread(struct otel__thread *t)
 {
 	pthread_once(&init_once, init);
 	if (!exit_key_ready || pthread_setspecific(exit_key, t) != 0)
 		return OTEL_THREAD_CTX_ETHREAD;
-	t->exit_hook = 1;
+	if (t->slot == NULL)
+		t->slot = otel__slot_in_effect();
+	if (t->token == 0)
+		t->token = new_token();
+	t->hooked = 1;
 	return OTEL_THREAD_CTX_OK;
+}
+
+/* Detaches what the thread has attached: the slot first, then the context
+ * is given up (or freed, if it was handed to the thread). */
+static void detach_thread(struct otel__thread *t, bool exiting)
+{
+	struct otel_thread_ctx *ctx = t->ctx;
+
+	publish(t, NULL);
+	t->ctx = NULL;
+	if (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))
+		free(ctx);
+	else
+		unclaim(ctx);
 }
 
 /* pthread key destructor, run by the exiting thread itself. */
 static void on_thread_exit(void *arg)
 {
 	struct otel__thread *t = arg;
-	struct otel_thread_ctx *ctx = t->ctx;
 
 	/* A later destructor that attaches again registers again. */
-	t->exit_hook = 0;
-	if (ctx == NULL)
-		return;
-	publish(t, NULL);
-	t->ctx = NULL;
-	free(ctx);
+	t->hooked = 0;
+	if (t->ctx != NULL)
+		detach_thread(t, true);
 }
 
 static void after_fork_child(void)
 {
-	unsigned long gen = __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
 	struct otel__thread *t = otel__thread_self();
 
+	__atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
 	/* The only thread of the child keeps what it had attached. */
+	if (t->token != 0)
+		t->token = new_token();
 	if (t->ctx != NULL)
-		__atomic_store_n(&t->ctx->attach_mark, gen + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->ctx->owner, t->token, __ATOMIC_RELAXED);
 }
 
-OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
+static size_t record_stride(unsigned int capacity)
 {
-	switch (error) {
-	case OTEL_THREAD_CTX_OK:
-		return "success";
-	case OTEL_THREAD_CTX_ENULL:
-		return "a required pointer argument is NULL";
-	case OTEL_THREAD_CTX_EIDS:
-		return "trace and span ids must be set together, and trace flags need them";
-	case OTEL_THREAD_CTX_EKEY:
-		return "attribute key index is above 255";
-	case OTEL_THREAD_CTX_EVALUE:
-		return "attribute value is longer than 255 bytes";
-	case OTEL_THREAD_CTX_EUTF8:
-		return "attribute value is not valid UTF-8";
-	case OTEL_THREAD_CTX_ENOSPC:
-		return "attributes would exceed the 612 bytes of a record";
-	case OTEL_THREAD_CTX_EBUSY:
-		return "context is attached (to another thread)";
-	case OTEL_THREAD_CTX_EPENDING:
-		return "context has uncommitted edits; use otel_thread_ctx_update_attach";
-	case OTEL_THREAD_CTX_ENOMEM:
-		return "out of memory";
-	case OTEL_THREAD_CTX_ETHREAD:
-		return "thread-exit cleanup is unavailable (no pthread key)";
-	case OTEL_THREAD_CTX_ENOCTX:
-		return "the thread publishes no context";
-	case OTEL_THREAD_CTX_EINVALID:
-		return "the record is marked invalid";
-	case OTEL_THREAD_CTX_ETRUNCATED:
-		return "fewer bytes than a record header";
-	case OTEL_THREAD_CTX_ESLOT:
-		return "a profiler would not find the slot this library writes (see the self-check's reason)";
-	case OTEL_THREAD_CTX_ENAME:
-		return "attribute key name is empty, longer than 255 bytes, or not valid UTF-8";
-	case OTEL_THREAD_CTX_EKEYS:
-		return "all 256 attribute key indices are taken";
-	case OTEL_THREAD_CTX_ENOKEY:
-		return "no attribute key of that name is registered";
-	case OTEL_THREAD_CTX_EPUBLISHED:
-		return "the process context is already published";
-	case OTEL_THREAD_CTX_ENOTPUBLISHED:
-		return "the process context is not published";
-	case OTEL_THREAD_CTX_E2BIG:
-		return "the process context payload would exceed 256 KiB";
-	case OTEL_THREAD_CTX_EATTR:
-		return "invalid resource attribute (empty, duplicate or non-UTF-8 key, or unsupported type)";
-	case OTEL_THREAD_CTX_EMAP:
-		return "no discoverable mapping: memfd_create() fails and anonymous mappings cannot be named";
-	case OTEL_THREAD_CTX_ESRCH:
-		return "no such process";
-	case OTEL_THREAD_CTX_EPERM:
-		return "not permitted to read the process (ptrace access check), or process_vm_readv() unavailable";
-	case OTEL_THREAD_CTX_ENOENT:
-		return "the process publishes no process context";
-	case OTEL_THREAD_CTX_EFORMAT:
-		return "the OTEL_CTX mapping has an invalid header";
-	case OTEL_THREAD_CTX_EAGAIN:
-		return "the process context changed during every read attempt";
-	case OTEL_THREAD_CTX_EFAULT:
-		return "the process context payload cannot be read";
-	case OTEL_THREAD_CTX_EDECODE:
-		return "the process context payload is not a valid ProcessContext message";
-	case OTEL_THREAD_CTX_ESYS:
-		return "a system call failed (see errno)";
-	case OTEL_THREAD_CTX_EDUPKEY:
-		return "the same attribute key is given twice";
-	case OTEL_THREAD_CTX_ENOSLOT:
-		return "no loaded module of the process defines otel_thread_ctx_v1";
-	case OTEL_THREAD_CTX_EMODEL:
-		return "the slot is reached through a TLS access model the inspector does not support";
-	}
-	return "unknown otel-thread-ctx error";
+	return (HEADER_SIZE + capacity + 15) & ~(size_t)15;
 }
 
-OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **out)
+OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
+					    const struct otel_thread_ctx_options *options)
 {
+	unsigned int flags = 0, capacity = OTEL_THREAD_CTX_ATTRS_MAX;
 	struct otel_thread_ctx *ctx;
+	size_t stride;
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	ctx = calloc(1, sizeof(*ctx));
+	if (options != NULL) {
+		if (options->size < sizeof(*options) || (options->flags & ~CREATE_FLAGS) != 0 ||
+		    options->attrs_capacity > OTEL_THREAD_CTX_ATTRS_MAX)
+			return OTEL_THREAD_CTX_EOPTIONS;
+		flags = options->flags;
+		capacity = options->attrs_capacity;
+	}
+	stride = record_stride(capacity);
+	ctx = calloc(1, sizeof(*ctx) + 2 * stride);
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
-	ctx->rec[0].valid = 1;
-	ctx->pub = &ctx->rec[0];
-	ctx->draft = &ctx->rec[1];
+	ctx->pub = (struct otel_thread_ctx_record *)(void *)ctx->storage;
+	ctx->draft = (struct otel_thread_ctx_record *)(void *)(ctx->storage + stride);
+	ctx->pub->valid = 1;
+	ctx->draft->valid = 1;
+	ctx->shown = ctx->pub;
+	ctx->capacity = (uint16_t)capacity;
+	ctx->flags = (uint16_t)flags;
 	*out = ctx;
 	return OTEL_THREAD_CTX_OK;
 }
 
+OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **out)
+{
+	return otel_thread_ctx_create_with(out, NULL);
+}
+
 OTEL_EXPORT int otel_thread_ctx_destroy(otel_thread_ctx *ctx)
 {
+	struct otel__thread *t;
+
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_OK;
-	if (is_attached(ctx))
+	t = otel__thread_self();
+	if (t->ctx == ctx) {
+		/* Attached to the calling thread: unpublished first. */
+		publish(t, NULL);
+		t->ctx = NULL;
+	} else if (attached_elsewhere(ctx, t)) {
 		return OTEL_THREAD_CTX_EBUSY;
+	}
 	free(ctx);
 	return OTEL_THREAD_CTX_OK;
 }
@@ -379,11 +417,20 @@ static inline void write_ids(struct otel_thread_ctx_record *d, const uint8_t tra
 	d->trace_flags = trace_flags;
 }
 
+/* What the context holds now, committed or not: the record validation is
+ * done against, before anything is written. */
+static inline const struct otel_thread_ctx_record *view(struct otel_thread_ctx *ctx)
+{
+	return ctx->edits ? ctx->draft : ctx->pub;
+}
+
 OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
 					const uint8_t span_id[8], uint8_t trace_flags)
 {
 	if (ctx == NULL || trace_id == NULL || span_id == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	if (!ids_valid(trace_id, span_id, trace_flags))
 		return OTEL_THREAD_CTX_EIDS;
 	write_ids(edit(ctx, FIELD_IDS, FIELD_IDS), trace_id, span_id, trace_flags);
@@ -400,6 +447,8 @@ OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t 
 {
 	if (ctx == NULL || span_id == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	if (!span_fits(ctx, span_id))
 		return OTEL_THREAD_CTX_EIDS;
 	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
@@ -410,6 +459,8 @@ OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t tr
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
 		return OTEL_THREAD_CTX_EIDS;
 	edit(ctx, FIELD_FLAGS, FIELD_FLAGS)->trace_flags = trace_flags;
@@ -422,6 +473,8 @@ OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	d = edit(ctx, FIELD_IDS, FIELD_IDS);
 	memset(d->trace_id, 0, sizeof(d->trace_id));
 	memset(d->span_id, 0, sizeof(d->span_id));
@@ -445,6 +498,8 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 		return OTEL_THREAD_CTX_EVALUE;
 	if (value == NULL && len != 0)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	if (!otel__utf8_valid(value, len))
 		return OTEL_THREAD_CTX_EUTF8;
 
@@ -453,7 +508,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 	if (at >= 0)
 		old_entry = ENTRY_HEADER + v->attrs_data[at + 1];
 	new_size = v->attrs_data_size - old_entry + ENTRY_HEADER + len;
-	if (new_size > OTEL_THREAD_CTX_ATTRS_MAX)
+	if (new_size > ctx->capacity)
 		return OTEL_THREAD_CTX_ENOSPC;
 
 	d = edit(ctx, FIELD_ATTRS, 0);
@@ -478,7 +533,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
  * the entries written to it as they are checked.  Returns the bytes the
  * entries take, or an error.
  */
-__attribute__((always_inline)) static inline int attrs_encode(uint8_t *out,
+__attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size_t capacity,
 							  const struct otel_thread_ctx_attr *attrs,
 							  size_t n)
 {
@@ -504,7 +559,7 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out,
 		if (seen[key / 64] & bit)
 			return OTEL_THREAD_CTX_EDUPKEY;
 		seen[key / 64] |= bit;
-		if (size + ENTRY_HEADER + len > OTEL_THREAD_CTX_ATTRS_MAX)
+		if (size + ENTRY_HEADER + len > capacity)
 			return OTEL_THREAD_CTX_ENOSPC;
 		if (out != NULL) {
 			out[size] = (uint8_t)key;
@@ -533,15 +588,15 @@ __attribute__((always_inline)) static inline int replace_attrs(struct otel_threa
 
 	if (edits & FIELD_ATTRS) {
 		/* The draft's attributes are edits: check before writing. */
-		size = attrs_encode(NULL, attrs, n);
+		size = attrs_encode(NULL, ctx->capacity, attrs, n);
 		if (size < 0)
 			return size;
-		attrs_encode(d->attrs_data, attrs, n);
+		attrs_encode(d->attrs_data, ctx->capacity, attrs, n);
 	} else {
 		/* They are a copy of the published ones, or stale: write while
 		 * checking, and on a refusal put the copy back (or leave them
 		 * stale). */
-		size = attrs_encode(d->attrs_data, attrs, n);
+		size = attrs_encode(d->attrs_data, ctx->capacity, attrs, n);
 		if (size < 0) {
 			const struct otel_thread_ctx_record *p = ctx->pub;
 
@@ -561,6 +616,8 @@ OTEL_EXPORT int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx,
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	return replace_attrs(ctx, FIELD_ATTRS, attrs, n);
 }
 
@@ -574,6 +631,8 @@ OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int k
 		return OTEL_THREAD_CTX_ENULL;
 	if (key > OTEL_THREAD_CTX_KEY_MAX)
 		return OTEL_THREAD_CTX_EKEY;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	at = find_attr(view(ctx), key);
 	if (at < 0)
 		return OTEL_THREAD_CTX_OK;
@@ -589,6 +648,8 @@ OTEL_EXPORT int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx)
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
 	if (view(ctx)->attrs_data_size != 0)
 		edit(ctx, FIELD_ATTRS, FIELD_ATTRS)->attrs_data_size = 0;
 	return OTEL_THREAD_CTX_OK;
@@ -602,12 +663,16 @@ OTEL_EXPORT int otel_thread_ctx_clear(otel_thread_ctx *ctx)
 }
 
 static int attach_first(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_first);
-static int attach_invalidated(otel_thread_ctx *ctx, otel_thread_ctx **prev);
 
-/* attach and update_attach.  Inlined into both, so that commit_first is a
- * constant.  The two rare paths that call other functions, the first attach
- * of a thread and update_attach of an invalidated context, are tail calls
- * to out-of-line functions that do their part and start again. */
+/*
+ * attach and update_attach.  Inlined into both, so that commit_first is a
+ * constant.  The first attach of a thread is a tail call to an out-of-line
+ * function that registers the thread and starts again.
+ *
+ * A context attached elsewhere is refused before anything else; one that is
+ * not is claimed first, so that its fields are read only by its owner, and
+ * given back if the attach then fails.
+ */
 __attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
 							otel_thread_ctx **prev,
 							bool commit_first)
@@ -620,56 +685,41 @@ __attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
 	t = otel__thread_self();
 	old = t->ctx;
 	if (old != ctx) {
-		if (is_attached(ctx))
-			return OTEL_THREAD_CTX_EBUSY;
-		if (!t->exit_hook)
+		if (__builtin_expect(!t->hooked, 0))
 			return attach_first(ctx, prev, commit_first);
+		if (!claim(ctx, t))
+			return OTEL_THREAD_CTX_EBUSY;
 	}
 	if (commit_first) {
-		/* commit(), without its call to memcpy on this path. */
-		if (ctx->edits)
-			swap_records(ctx);
-		else if (!published_valid(ctx))
-			return attach_invalidated(ctx, prev);
+		commit(ctx);
 	} else if (ctx->edits) {
+		if (old != ctx)
+			unclaim(ctx);
 		return OTEL_THREAD_CTX_EPENDING;
 	}
-
-	if (old != ctx) {
-		mark_attached(ctx, true);
-		t->ctx = ctx;
-	}
-	publish(t, published(ctx));
+	t->ctx = ctx;
+	publish(t, ctx->shown);
+	/* The old context is unreachable from the slot: give it up. */
 	if (old != NULL && old != ctx)
-		mark_attached(old, false);
+		unclaim(old);
 	*prev = old;
 	return OTEL_THREAD_CTX_OK;
 }
 
 /*
- * The first attach of a thread: registers the thread-exit cleanup, then
- * attaches.  Out of line, so that on the common path no value has to
- * survive a call but the TLS access: fewer registers to save and restore.
+ * The first attach of a thread: registers the thread, then attaches.  Out
+ * of line, so that on the common path no value has to survive a call but
+ * the TLS access: fewer registers to save and restore.
  */
 __attribute__((noinline, cold)) static int attach_first(otel_thread_ctx *ctx,
 							 otel_thread_ctx **prev,
 							 bool commit_first)
 {
-	int err = register_exit_hook(otel__thread_self());
+	int err = register_thread(otel__thread_self());
 
 	if (err)
 		return err;
 	return attach(ctx, prev, commit_first);
-}
-
-/* update_attach of a context that was invalidated and has no edits: the
- * draft becomes a copy of the published record (as in commit()), and the
- * attach starts again with the draft to commit. */
-__attribute__((noinline, cold)) static int attach_invalidated(otel_thread_ctx *ctx,
-							       otel_thread_ctx **prev)
-{
-	edit(ctx, 0, 0);
-	return attach(ctx, prev, true);
 }
 
 OTEL_EXPORT int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev)
@@ -692,7 +742,7 @@ OTEL_EXPORT int otel_thread_ctx_update(otel_thread_ctx *ctx)
 	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
 	if (commit(ctx) && t->ctx == ctx)
-		publish(t, published(ctx));
+		publish(t, ctx->shown);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -710,7 +760,7 @@ OTEL_EXPORT int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8
 	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
 	swap_records(ctx);
 	if (t->ctx == ctx)
-		publish(t, published(ctx));
+		publish(t, ctx->shown);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -735,7 +785,7 @@ OTEL_EXPORT int otel_thread_ctx_update_all(otel_thread_ctx *ctx, const uint8_t t
 	write_ids(ctx->draft, trace_id, span_id, trace_flags);
 	swap_records(ctx);
 	if (t->ctx == ctx)
-		publish(t, published(ctx));
+		publish(t, ctx->shown);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -748,22 +798,24 @@ OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx **prev)
 		return OTEL_THREAD_CTX_ENULL;
 	t = otel__thread_self();
 	old = t->ctx;
-	publish(t, NULL);
-	if (old != NULL) {
-		t->ctx = NULL;
-		mark_attached(old, false);
-	}
+	if (old != NULL)
+		detach_thread(t, false);
 	*prev = old;
 	return OTEL_THREAD_CTX_OK;
 }
 
 OTEL_EXPORT int otel_thread_ctx_invalidate(otel_thread_ctx *ctx)
 {
+	struct otel__thread *t;
+
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (attached_elsewhere(ctx, otel__thread_self()))
+	t = otel__thread_self();
+	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
-	__atomic_store_n(&published(ctx)->valid, 0, __ATOMIC_RELAXED);
+	ctx->shown = NULL;
+	if (t->ctx == ctx)
+		publish(t, NULL);
 	return OTEL_THREAD_CTX_OK;
 }
 

@@ -18,37 +18,75 @@
 #define OTEL__ARCH_UNSUPPORTED 1
 #endif
 
-#ifdef OTEL__ARCH_UNSUPPORTED
-/* Keeps the #error above the only diagnostic. */
-static inline void **otel__slot_address(void) { return 0; }
-#endif
-
 struct otel_thread_ctx;
 struct otel_thread_ctx_record;
 
 /*
- * src/slot.S defines otel_thread_ctx_v1 as the first 8 bytes of a 24-byte
- * block in one .tbss input section, so the rest of this struct lies in the
- * same thread's TLS right after the slot, in every TLS model, and one TLSDESC
- * access reaches all of it.  The symbol's size stays 8: readers see only the
- * slot.
+ * Two thread-local objects, both defined in src/slot.S, one after the other
+ * in one .tbss input section:
+ *
+ * - otel_thread_ctx_v1, the slot: exported, preemptible, 8 bytes.  Symbol
+ *   resolution decides which module's definition the name reaches: this
+ *   library's, or that of a module earlier in the lookup scope (the
+ *   executable, another tracer's library).  That definition, the slot in
+ *   effect, is the one readers find, so it is the one records are published
+ *   in; but only its 8 bytes are the library's to write.
+ * - otel__thread_state, this struct: hidden, so that no other definition can
+ *   ever take its place, and reached through its own TLSDESC access.
+ *
+ * The slot in effect is found once per thread, when the thread first
+ * attaches (register_thread() in src/thread_ctx.c), and kept in `slot`.
+ * The shared library finds it through a TLSDESC access to the exported name,
+ * which the dynamic loader resolves by the usual rules.  The static library
+ * (OTEL__OWN_SLOT) never names the exported symbol: an executable's own
+ * definition is always the one in effect, and an access to an exported
+ * symbol is what GNU ld turns into a dynamic R_X86_64_TPOFF64 relocation in
+ * a -static-pie executable, which glibc cannot apply at start-up.  It uses
+ * its own slot, the 8 bytes right before this struct.
  */
 struct otel__thread {
-	/* otel_thread_ctx_v1: NULL, or the published record of `ctx`. */
-	const struct otel_thread_ctx_record *slot;
-	/* The attached context; owned by this thread. */
+	/* The slot in effect in this thread; NULL until the thread attaches. */
+	const struct otel_thread_ctx_record **slot;
+	/* The attached context, NULL if none. */
 	struct otel_thread_ctx *ctx;
-	/* Non-zero once the thread-exit cleanup is registered. */
-	uintptr_t exit_hook;
+	/* This thread's ownership token (src/thread_ctx.c); 0 until the
+	 * thread attaches. */
+	uint64_t token;
+	/* Non-zero while the thread-exit cleanup is registered. */
+	uint64_t hooked;
 };
 
 #ifndef OTEL__ARCH_UNSUPPORTED
-_Static_assert(sizeof(struct otel__thread) == 24, "src/slot.S reserves 24 bytes");
-#endif
+_Static_assert(sizeof(struct otel__thread) == 32, "src/slot.S reserves 32 bytes");
+
+OTEL__TLSDESC_ACCESSOR(otel__state_address, "otel__thread_state")
 
 static inline struct otel__thread *otel__thread_self(void)
 {
-	return (struct otel__thread *)otel__slot_address();
+	return (struct otel__thread *)otel__state_address();
 }
+
+/* The library's own definition of the slot, in the calling thread. */
+static inline const struct otel_thread_ctx_record **otel__own_slot(void)
+{
+	return (const struct otel_thread_ctx_record **)otel__state_address() - 1;
+}
+
+#ifdef OTEL__OWN_SLOT
+static inline const struct otel_thread_ctx_record **otel__slot_in_effect(void)
+{
+	return otel__own_slot();
+}
+#else
+OTEL__TLSDESC_ACCESSOR(otel__slot_in_effect_address, "otel_thread_ctx_v1")
+
+/* The definition of otel_thread_ctx_v1 that symbol resolution picked for
+ * this library, in the calling thread. */
+static inline const struct otel_thread_ctx_record **otel__slot_in_effect(void)
+{
+	return (const struct otel_thread_ctx_record **)otel__slot_in_effect_address();
+}
+#endif
+#endif /* !OTEL__ARCH_UNSUPPORTED */
 
 #endif /* OTEL_TLS_H */

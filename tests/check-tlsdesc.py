@@ -15,7 +15,8 @@ group holds no access, when a relocation against the slot in loaded code or
 data is not part of a TLSDESC window, or when a window differs from the
 golden one in a byte or in a relocation (type, offset, addend, symbol).  With
 --expect-slot-definition, each group must also define the slot once, with
-its ELF properties.  A mismatch is shown disassembled side by side by the
+its ELF properties, and reach the library's hidden per-thread state
+(otel__thread_state) through such windows too.  A mismatch is shown disassembled side by side by the
 decoder in tests/tlsdesc_golden.py, and by OBJDUMP too when given.
 
 Exit status: 0 all windows match; 1 a check failed; 2 bad usage or input;
@@ -147,6 +148,9 @@ def main():
         if not windows:
             failures += 1
             print("FAIL %s: no TLSDESC access to %s found (by its relocations)" % (label, tg.SLOT))
+        elif args.expect_slot_definition and not any(w.target == tg.STATE for w in windows):
+            failures += 1
+            print("FAIL %s: no TLSDESC access to %s found (by its relocations)" % (label, tg.STATE))
         if args.expect_slot_definition:
             facts, problems = tg.check_slot_definition(objects)
             for p in problems:

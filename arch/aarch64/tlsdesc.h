@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* aarch64: the address of otel_thread_ctx_v1 in the calling thread, computed
+/* aarch64: the address of a thread-local variable in the calling thread, computed
  * with the TLS descriptor sequence of the AAELF64 / sysvabi64 ABI.
  * Included only through src/tls.h. */
 #ifndef OTEL_ARCH_AARCH64_TLSDESC_H
 #define OTEL_ARCH_AARCH64_TLSDESC_H
 
 /*
+ * OTEL__TLSDESC_ACCESSOR(fn, sym) defines `static inline void *fn(void)`,
+ * the address of the thread-local `sym` (a string) in the calling thread.
  * The ABI says the four instructions carrying the TLSDESC relocations "must
  * be emitted exactly ... with exactly the same registers": lld and mold
  * hard-code x0 when they relax the access in an executable.
  *
- *   90000000  adrp x0, :tlsdesc:otel_thread_ctx_v1
- *   f9400001  ldr  x1, [x0, #:tlsdesc_lo12:otel_thread_ctx_v1]
- *   91000000  add  x0, x0, #:tlsdesc_lo12:otel_thread_ctx_v1
- *             .tlsdesccall otel_thread_ctx_v1
+ *   90000000  adrp x0, :tlsdesc:sym
+ *   f9400001  ldr  x1, [x0, #:tlsdesc_lo12:sym]
+ *   91000000  add  x0, x0, #:tlsdesc_lo12:sym
+ *             .tlsdesccall sym
  *   d63f0020  blr  x1
  *   d53bd048  mrs  x8, tpidr_el0
  *   8b000100  add  x0, x8, x0
@@ -38,29 +40,33 @@
  * times, so, unlike x86-64, the call needs no stack adjustment.  No "memory"
  * clobber and no volatile, for the reasons given for x86-64.
  */
-static inline void **otel__slot_address(void)
-{
-	register void **x0 __asm__("x0");
-
-	__asm__("adrp	x0, :tlsdesc:otel_thread_ctx_v1\n\t"
-		"ldr	x1, [x0, #:tlsdesc_lo12:otel_thread_ctx_v1]\n\t"
-		"add	x0, x0, #:tlsdesc_lo12:otel_thread_ctx_v1\n\t"
-		".tlsdesccall	otel_thread_ctx_v1\n\t"
-		"blr	x1\n\t"
-		"mrs	x8, tpidr_el0\n\t"
-		"add	x0, x8, x0"
-		: "=r"(x0)
-		:
-		: "x1", "x8", "x30", "cc"
 #ifdef __ARM_FEATURE_SVE
-		  , "z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7", "z8", "z9",
-		  "z10", "z11", "z12", "z13", "z14", "z15", "z16", "z17", "z18",
-		  "z19", "z20", "z21", "z22", "z23", "z24", "z25", "z26", "z27",
-		  "z28", "z29", "z30", "z31", "p0", "p1", "p2", "p3", "p4", "p5",
-		  "p6", "p7", "p8", "p9", "p10", "p11", "p12", "p13", "p14", "p15"
+#define OTEL__SVE_CLOBBERS                                                      \
+	, "z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7", "z8", "z9", "z10",    \
+	"z11", "z12", "z13", "z14", "z15", "z16", "z17", "z18", "z19", "z20",   \
+	"z21", "z22", "z23", "z24", "z25", "z26", "z27", "z28", "z29", "z30",   \
+	"z31", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9",      \
+	"p10", "p11", "p12", "p13", "p14", "p15"
+#else
+#define OTEL__SVE_CLOBBERS
 #endif
-		);
-	return x0;
-}
+
+#define OTEL__TLSDESC_ACCESSOR(fn, sym)                                         \
+	static inline void *fn(void)                                            \
+	{                                                                       \
+		register void *x0 __asm__("x0");                                \
+                                                                                \
+		__asm__("adrp	x0, :tlsdesc:" sym "\n\t"                      \
+			"ldr	x1, [x0, #:tlsdesc_lo12:" sym "]\n\t"         \
+			"add	x0, x0, #:tlsdesc_lo12:" sym "\n\t"           \
+			".tlsdesccall	" sym "\n\t"                          \
+			"blr	x1\n\t"                                       \
+			"mrs	x8, tpidr_el0\n\t"                            \
+			"add	x0, x8, x0"                                     \
+			: "=r"(x0)                                              \
+			:                                                       \
+			: "x1", "x8", "x30", "cc" OTEL__SVE_CLOBBERS);          \
+		return x0;                                                      \
+	}
 
 #endif /* OTEL_ARCH_AARCH64_TLSDESC_H */

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* x86-64: the address of otel_thread_ctx_v1 in the calling thread, computed
- * with the TLS descriptor sequence of the x86-64 psABI ("gnu2" dialect).
- * Included only through src/tls.h. */
+/* x86-64: the address of a thread-local variable in the calling thread,
+ * computed with the TLS descriptor sequence of the x86-64 psABI ("gnu2"
+ * dialect).  Included only through src/tls.h. */
 #ifndef OTEL_ARCH_X86_64_TLSDESC_H
 #define OTEL_ARCH_X86_64_TLSDESC_H
 
 /*
- * The three instructions in the middle are the canonical TLSDESC access, byte
- * for byte what a compiler emits with -mtls-dialect=gnu2 and what every
+ * OTEL__TLSDESC_ACCESSOR(fn, sym) defines `static inline void *fn(void)`,
+ * the address of the thread-local `sym` (a string) in the calling thread.
+ * The three instructions in the middle are the canonical TLSDESC access,
+ * byte for byte what a compiler emits with -mtls-dialect=gnu2 and what every
  * linker pattern-matches when it relaxes the access to initial-exec or
  * local-exec in an executable:
  *
- *   48 8d 05 <rel32>            lea  otel_thread_ctx_v1@tlsdesc(%rip), %rax
- *   ff 10                       call *otel_thread_ctx_v1@tlscall(%rax)
+ *   48 8d 05 <rel32>            lea  sym@tlsdesc(%rip), %rax
+ *   ff 10                       call *sym@tlscall(%rax)
  *   64 48 03 04 25 00 00 00 00  add  %fs:0, %rax
  *
  * The lea must target %rax (gold rewrites only 48 8d 05) and the call must be
@@ -33,31 +35,37 @@
  * - Stack alignment.  A called function is owed %rsp % 16 == 0 at the call
  *   (a resolver may call C: __tls_get_addr, malloc); here %rsp has whatever
  *   alignment the compiler left, so it is rounded down to 16.  The original
- *   %rsp is kept in a register of the compiler's choosing ([sp]) and put back
- *   after the add, which does not need the stack.
+ *   %rsp is kept in a register of the compiler's choosing ([sp]), which the
+ *   resolver gives back intact, and put back after the add.
  * - Unwind tables.  While %rsp is moved, the function's CFI rule for the
  *   canonical frame address, usually "%rsp + N", would be wrong, and a
  *   profiler unwinding from a sample taken in these instructions or inside
  *   the resolver would lose the stack.  So the compiler hands the asm the
- *   CFA itself (__builtin_dwarf_cfa(), in [cfa]), and for the duration of the
- *   asm the CFI says "CFA = [cfa]": right whatever rule the compiler had, and
- *   whether or not it uses a frame pointer.  The resolver preserves [cfa] like
- *   every register but %rax, so the rule holds inside it too.  (Only when
- *   the compiler emits CFI at all: __GCC_HAVE_DWARF2_CFI_ASM.)
+ *   CFA itself (__builtin_dwarf_cfa()), and for the duration of the asm the
+ *   CFI says "CFA = %r12": right whatever rule the compiler had, and whether
+ *   or not it uses a frame pointer.  The register is fixed, not left to the
+ *   compiler, because the rule must also hold while the resolver runs, and
+ *   resolvers do change registers they restore before returning: glibc's
+ *   _dl_tlsdesc_dynamic overwrites %rsi and %rdi (and, on its slow path,
+ *   %rdx, %rcx, %r8-%r11, and %rbx from glibc 2.40), musl's %rcx and %rdx.
+ *   None of them touches %r12-%r15, which C code they call (__tls_get_addr)
+ *   saves with CFI of its own, so an unwinder recovers %r12 at every
+ *   instruction.  (tests/unwind/ steps through the dynamic-TLS resolver and
+ *   unwinds at each instruction.)  Only when the compiler emits CFI at all:
+ *   __GCC_HAVE_DWARF2_CFI_ASM.
  * - Clobbers.  The TLSDESC convention is that the resolver preserves every
  *   register except %rax and the flags: hence "=&a" (early-clobbered, so
- *   that [cfa] is not in %rax) and "cc".  glibc bug 31372 breaks that
+ *   that no input is in %rax) and "cc".  glibc bug 31372 breaks that
  *   convention before 2.40, in Debian 12's 2.36 among others:
  *   _dl_tlsdesc_dynamic, which runs for a dlopen()ed library that found no
  *   room in static TLS, reaches __tls_get_addr (and malloc and memset)
  *   without saving the vector registers, and %xmm0 and %xmm1 were seen
- *   overwritten (tests/dlopen/vector-regs.c shows it).  So every vector
- *   register is declared clobbered, and, when the compiler may use AVX-512,
- *   the upper sixteen and the mask registers, which glibc's EVEX string
- *   functions use.  None of them is preserved across calls in the psABI
- *   anyway, and the library's functions hold no vector value across the
- *   access, so this costs nothing.  The integer registers are saved by
- *   every resolver, that one included.
+ *   overwritten.  So every vector register is declared clobbered, and, when
+ *   the compiler may use AVX-512, the upper sixteen and the mask registers,
+ *   which glibc's EVEX string functions use.  None of them is preserved
+ *   across calls in the psABI anyway, and the library's functions hold no
+ *   vector value across the access, so this costs nothing.  The integer
+ *   registers are saved by every resolver, that one included.
  * - No "memory" clobber: the asm reads only the GOT and the thread's TLS
  *   block and writes no object the program can name.  Without volatile the
  *   compiler may merge two accesses in one function, which is right: the
@@ -65,9 +73,11 @@
  */
 #ifdef __GCC_HAVE_DWARF2_CFI_ASM
 #define OTEL__CFI(directive) directive "\n\t"
-#define OTEL__CFA_INPUT [cfa] "r"(__builtin_dwarf_cfa())
+#define OTEL__CFA_DECL register void *otel__cfa_ __asm__("r12") = __builtin_dwarf_cfa();
+#define OTEL__CFA_INPUT "r"(otel__cfa_)
 #else
 #define OTEL__CFI(directive)
+#define OTEL__CFA_DECL
 #define OTEL__CFA_INPUT
 #endif
 
@@ -80,31 +90,30 @@
 #define OTEL__AVX512_CLOBBERS
 #endif
 
-static inline void **otel__slot_address(void)
-{
-	void **addr;
-	unsigned long saved_sp;
-
-	__asm__("mov	%%rsp, %[sp]\n\t"
-		OTEL__CFI(".cfi_remember_state")
-		OTEL__CFI(".cfi_def_cfa %[cfa], 0")
-		"lea	-128(%%rsp), %%rsp\n\t"
-		"and	$-16, %%rsp\n\t"
-		"lea	otel_thread_ctx_v1@tlsdesc(%%rip), %%rax\n\t"
-		"call	*otel_thread_ctx_v1@tlscall(%%rax)\n\t"
-		"add	%%fs:0, %%rax\n\t"
-		"mov	%[sp], %%rsp"
-		OTEL__CFI("\n\t.cfi_restore_state")
-		: "=&a"(addr), [sp] "=&r"(saved_sp)
-		: OTEL__CFA_INPUT
-		: "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
-		  "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
-		  OTEL__AVX512_CLOBBERS);
-	return addr;
-}
-
-#undef OTEL__AVX512_CLOBBERS
-#undef OTEL__CFA_INPUT
-#undef OTEL__CFI
+#define OTEL__TLSDESC_ACCESSOR(fn, sym)                                         \
+	static inline void *fn(void)                                            \
+	{                                                                       \
+		void *addr;                                                     \
+		unsigned long saved_sp;                                         \
+		OTEL__CFA_DECL                                                  \
+                                                                                \
+		__asm__("mov	%%rsp, %[sp]\n\t"                               \
+			OTEL__CFI(".cfi_remember_state")                        \
+			OTEL__CFI(".cfi_def_cfa %%r12, 0")                      \
+			"lea	-128(%%rsp), %%rsp\n\t"                         \
+			"and	$-16, %%rsp\n\t"                                \
+			"lea	" sym "@tlsdesc(%%rip), %%rax\n\t"              \
+			"call	*" sym "@tlscall(%%rax)\n\t"                    \
+			"add	%%fs:0, %%rax\n\t"                              \
+			"mov	%[sp], %%rsp"                                   \
+			OTEL__CFI("\n\t.cfi_restore_state")                     \
+			: "=&a"(addr), [sp] "=&r"(saved_sp)                     \
+			: OTEL__CFA_INPUT                                       \
+			: "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", \
+			  "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",     \
+			  "xmm12", "xmm13", "xmm14", "xmm15"                    \
+			  OTEL__AVX512_CLOBBERS);                               \
+		return addr;                                                    \
+	}
 
 #endif /* OTEL_ARCH_X86_64_TLSDESC_H */

@@ -18,6 +18,14 @@
  *    "not-exported", that no loaded module exports it (and it says why);
  *  - every thread has its own slot.
  *
+ * Built with -DPROBE_NAMED_SLOT=0 (the -static-pie cells), the probe never
+ * names otel_thread_ctx_v1: GNU ld turns any access to the exported slot in
+ * such an executable into an R_X86_64_TPOFF64 relocation that glibc cannot
+ * apply at start-up, and the cell tests the library's objects, not the
+ * probe's.  The "compiler's" address is then the one a reader computes
+ * from the file: the .dynsym entry in the thread's TLS block, as the
+ * self-check finds it (expected only where the slot is exported).
+ *
  * It prints one line per thread, then "tp_offset: N" (the slot's offset
  * from the thread pointer, for the driver to compare with what the checker
  * predicts from the file) and "result: ok" or "result: FAIL ...".
@@ -34,6 +42,23 @@
 #include <otel_thread_ctx.h>
 
 #define MAX_THREADS 64
+
+#ifndef PROBE_NAMED_SLOT
+#define PROBE_NAMED_SLOT 1
+#endif
+
+/* The slot as this program finds it (see above). */
+static const struct otel_thread_ctx_record *const *slot_address(void)
+{
+#if PROBE_NAMED_SLOT
+	return &otel_thread_ctx_v1;
+#else
+	struct otel_thread_ctx_self_check sc;
+
+	otel_thread_ctx_self_check(&sc);
+	return (const struct otel_thread_ctx_record *const *)sc.exported;
+#endif
+}
 
 struct worker {
 	unsigned int index;
@@ -75,7 +100,11 @@ static void run(struct worker *w)
 	const struct otel_thread_ctx_record *seen;
 	int rc;
 
-	w->slot = (const void *)&otel_thread_ctx_v1;
+	const struct otel_thread_ctx_record *const *slot = slot_address();
+
+	if (slot == NULL)
+		FAIL(w, "the program cannot locate the slot");
+	w->slot = (const void *)slot;
 	w->tp_offset = (intptr_t)((uintptr_t)w->slot - thread_pointer());
 
 	for (unsigned int i = 0; i < 16; i++)
@@ -83,7 +112,7 @@ static void run(struct worker *w)
 	for (unsigned int i = 0; i < 8; i++)
 		span[i] = (uint8_t)(0x10 + w->index + i);
 
-	if (otel_thread_ctx_v1 != NULL)
+	if (*slot != NULL)
 		FAIL(w, "the slot is not NULL before anything was published");
 	if ((rc = otel_thread_ctx_create(&ctx)) != OTEL_THREAD_CTX_OK ||
 	    (rc = otel_thread_ctx_set_ids(ctx, trace, span, 1)) != OTEL_THREAD_CTX_OK ||
@@ -91,7 +120,7 @@ static void run(struct worker *w)
 	    (rc = otel_thread_ctx_update_attach(ctx, &prev)) != OTEL_THREAD_CTX_OK)
 		FAIL(w, "publishing failed: %s", otel_thread_ctx_strerror(rc));
 
-	seen = otel_thread_ctx_v1;
+	seen = *slot;
 	if (seen == NULL || seen->valid != 1 || memcmp(seen->trace_id, trace, 16) != 0 ||
 	    memcmp(seen->span_id, span, 8) != 0)
 		FAIL(w, "the compiler's otel_thread_ctx_v1 does not show what the library published");
@@ -115,7 +144,7 @@ static void run(struct worker *w)
 	if ((rc = otel_thread_ctx_set_span_id(ctx, span)) != OTEL_THREAD_CTX_OK ||
 	    (rc = otel_thread_ctx_update(ctx)) != OTEL_THREAD_CTX_OK)
 		FAIL(w, "update failed: %s", otel_thread_ctx_strerror(rc));
-	seen = otel_thread_ctx_v1;
+	seen = *slot;
 	if (seen == NULL || memcmp(seen->span_id, span, 8) != 0)
 		FAIL(w, "the update is not seen through the compiler's otel_thread_ctx_v1");
 
@@ -125,7 +154,7 @@ static void run(struct worker *w)
 
 	if ((rc = otel_thread_ctx_detach(&prev)) != OTEL_THREAD_CTX_OK || prev != ctx)
 		FAIL(w, "detach failed: %s", otel_thread_ctx_strerror(rc));
-	if (otel_thread_ctx_v1 != NULL)
+	if (*slot != NULL)
 		FAIL(w, "the slot is not NULL after detach");
 	otel_thread_ctx_destroy(ctx);
 
