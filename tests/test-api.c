@@ -196,9 +196,8 @@ START_TEST(attach_hands_back_the_previous_context)
 	ck_assert_ptr_eq(prev, a);
 	ck_assert_ptr_eq(otel_thread_ctx_current(), b);
 	ck_assert_ptr_ne(otel_thread_ctx_v1, ra);
-	/* a is detached now: it can be destroyed; b cannot. */
+	/* a is detached now: it can be destroyed. */
 	ck_assert_ok(otel_thread_ctx_destroy(a));
-	ck_assert_otel(otel_thread_ctx_destroy(b), OTEL_THREAD_CTX_EBUSY);
 	ck_assert_ptr_nonnull(otel_thread_ctx_v1);
 	ck_assert_ok(otel_thread_ctx_detach(&prev));
 	ck_assert_ptr_eq(prev, b);
@@ -207,6 +206,19 @@ START_TEST(attach_hands_back_the_previous_context)
 	ck_assert_ok(otel_thread_ctx_detach(&prev)); /* nothing attached */
 	ck_assert_ptr_null(prev);
 	ck_assert_ok(otel_thread_ctx_destroy(b));
+}
+END_TEST
+
+START_TEST(destroy_on_the_owning_thread_unpublishes_first)
+{
+	otel_thread_ctx *a = attached_ctx(), *prev;
+
+	ck_assert_ptr_nonnull(otel_thread_ctx_v1);
+	ck_assert_ok(otel_thread_ctx_destroy(a));
+	ck_assert_ptr_null(otel_thread_ctx_v1);
+	ck_assert_ptr_null(otel_thread_ctx_current());
+	ck_assert_ok(otel_thread_ctx_detach(&prev));
+	ck_assert_ptr_null(prev);
 }
 END_TEST
 
@@ -285,26 +297,25 @@ START_TEST(invalidate_and_revalidate)
 	otel_thread_ctx *ctx = attached_ctx();
 	const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
 
+	/* Withdrawn by pointer: the slot is NULL, the record untouched. */
 	ck_assert_ok(otel_thread_ctx_invalidate(ctx));
-	ck_assert_ptr_eq(otel_thread_ctx_v1, r); /* still attached */
-	ck_assert_uint_eq(r->valid, 0);
-	ck_assert_ptr_eq(otel_thread_ctx_current(), ctx);
-	/* update, even without edits, publishes a valid record again */
+	ck_assert_ptr_null(otel_thread_ctx_v1);
+	ck_assert_uint_eq(r->valid, 1);
+	ck_assert_ptr_eq(otel_thread_ctx_current(), ctx); /* still attached */
+	/* update, even without edits, publishes the record again */
 	ck_assert_ok(otel_thread_ctx_update(ctx));
-	ck_assert_ptr_ne(otel_thread_ctx_v1, r);
+	ck_assert_ptr_eq(otel_thread_ctx_v1, r);
 	ck_assert_uint_eq(otel_thread_ctx_v1->valid, 1);
 	ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
 	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 7);
-	/* so does update_attach, with a copy of the invalidated record (not
-	 * the older one the other buffer holds) */
+	/* so does update_attach, with the edits made meanwhile */
 	{
 		static const uint8_t span_c[8] = { 0xc0, 1, 2, 3, 4, 5, 6, 7 };
 		otel_thread_ctx *prev = NULL;
 
-		ck_assert_ok(otel_thread_ctx_set_span_id(ctx, span_c));
-		ck_assert_ok(otel_thread_ctx_update(ctx));
 		ck_assert_ok(otel_thread_ctx_invalidate(ctx));
-		r = otel_thread_ctx_v1;
+		ck_assert_ok(otel_thread_ctx_set_span_id(ctx, span_c));
+		ck_assert_ptr_null(otel_thread_ctx_v1);
 		ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
 		ck_assert_ptr_eq(prev, ctx);
 		ck_assert_ptr_ne(otel_thread_ctx_v1, r);
@@ -313,15 +324,21 @@ START_TEST(invalidate_and_revalidate)
 		ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_c, 8);
 		ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 7);
 		ck_assert_mem_eq(otel_thread_ctx_v1->attrs_data, "\x05\x05" "GET /", 7);
+		/* no record ever had valid != 1 */
+		ck_assert_uint_eq(r->valid, 1);
 	}
-	/* invalidate a detached context: attach shows it invalid */
+	/* invalidate a detached context: attach publishes nothing until the
+	 * next commit */
 	{
 		otel_thread_ctx *prev, *b = new_ctx();
 
 		ck_assert_ok(otel_thread_ctx_invalidate(b));
 		ck_assert_ok(otel_thread_ctx_attach(b, &prev));
-		ck_assert_uint_eq(otel_thread_ctx_v1->valid, 0);
+		ck_assert_ptr_eq(prev, ctx);
+		ck_assert_ptr_null(otel_thread_ctx_v1);
+		ck_assert_ptr_eq(otel_thread_ctx_current(), b);
 		ck_assert_ok(otel_thread_ctx_update_attach(b, &prev));
+		ck_assert_ptr_nonnull(otel_thread_ctx_v1);
 		ck_assert_uint_eq(otel_thread_ctx_v1->valid, 1);
 		ck_assert_ok(otel_thread_ctx_attach(ctx, &prev));
 		ck_assert_ptr_eq(prev, b);
@@ -346,13 +363,32 @@ START_TEST(a_context_attached_elsewhere_is_busy)
 	ck_assert_otel(otel_thread_ctx_update(h.ctx), OTEL_THREAD_CTX_EBUSY);
 	ck_assert_otel(otel_thread_ctx_invalidate(h.ctx), OTEL_THREAD_CTX_EBUSY);
 	ck_assert_otel(otel_thread_ctx_destroy(h.ctx), OTEL_THREAD_CTX_EBUSY);
+	/* The setters too: the holder may be committing the draft. */
+	{
+		static const struct otel_thread_ctx_attr one = { 9, 1, (const uint8_t *)"z" };
+
+		ck_assert_otel(otel_thread_ctx_set_ids(h.ctx, trace_a, span_a, 0), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_set_span_id(h.ctx, span_a), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_set_trace_flags(h.ctx, 0), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_clear_ids(h.ctx), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_set_attr(h.ctx, 9, "z", 1), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_set_attrs(h.ctx, &one, 1), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_remove_attr(h.ctx, 9), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_clear_attrs(h.ctx), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_clear(h.ctx), OTEL_THREAD_CTX_EBUSY);
+		ck_assert_otel(otel_thread_ctx_update_all(h.ctx, trace_a, span_a, 0, NULL, 0),
+			       OTEL_THREAD_CTX_EBUSY);
+	}
 	assert_unchanged(mine, &before);
 
 	holder_finish(&h);
-	/* Handed back by the detach: now it is ours to attach or destroy. */
+	/* Handed back by the detach: now it is ours to attach or destroy;
+	 * none of the refused setters left an edit behind. */
 	ck_assert_ok(otel_thread_ctx_attach(h.ctx, &prev));
 	ck_assert_ptr_eq(prev, mine);
 	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_b, 8);
+	ck_assert_uint_eq(otel_thread_ctx_v1->trace_flags, 1);
+	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 0);
 	ck_assert_ok(otel_thread_ctx_destroy(mine));
 	detach_destroy(h.ctx);
 }
@@ -372,7 +408,7 @@ START_TEST(every_error_has_its_own_text)
 		OTEL_THREAD_CTX_EPERM,   OTEL_THREAD_CTX_ENOENT,  OTEL_THREAD_CTX_EFORMAT,
 		OTEL_THREAD_CTX_EAGAIN,  OTEL_THREAD_CTX_EFAULT,  OTEL_THREAD_CTX_EDECODE,
 		OTEL_THREAD_CTX_ESYS,    OTEL_THREAD_CTX_EDUPKEY, OTEL_THREAD_CTX_ENOSLOT,
-		OTEL_THREAD_CTX_EMODEL,
+		OTEL_THREAD_CTX_EMODEL,  OTEL_THREAD_CTX_EOPTIONS,
 	};
 	const char *unknown = otel_thread_ctx_strerror(12345);
 	size_t n = sizeof(codes) / sizeof(codes[0]);
@@ -548,6 +584,34 @@ START_TEST(update_all_of_a_context_attached_elsewhere_is_busy)
 }
 END_TEST
 
+START_TEST(create_with_checks_its_options)
+{
+	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+	otel_thread_ctx *ctx = (otel_thread_ctx *)1, *prev;
+
+	ck_assert_uint_eq(o.size, sizeof(o));
+	ck_assert_uint_eq(o.flags, 0);
+	ck_assert_uint_eq(o.attrs_capacity, OTEL_THREAD_CTX_ATTRS_MAX);
+	ck_assert_otel(otel_thread_ctx_create_with(NULL, &o), OTEL_THREAD_CTX_ENULL);
+	o.size = sizeof(o) - 1;
+	ck_assert_otel(otel_thread_ctx_create_with(&ctx, &o), OTEL_THREAD_CTX_EOPTIONS);
+	o.size = sizeof(o);
+	o.flags = 0x2;
+	ck_assert_otel(otel_thread_ctx_create_with(&ctx, &o), OTEL_THREAD_CTX_EOPTIONS);
+	o.flags = 0;
+	o.attrs_capacity = OTEL_THREAD_CTX_ATTRS_MAX + 1;
+	ck_assert_otel(otel_thread_ctx_create_with(&ctx, &o), OTEL_THREAD_CTX_EOPTIONS);
+	ck_assert_ptr_eq(ctx, (otel_thread_ctx *)1); /* refusals store nothing */
+
+	/* NULL options: create()'s defaults. */
+	ck_assert_ok(otel_thread_ctx_create_with(&ctx, NULL));
+	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+	ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
+	detach_destroy(ctx);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
@@ -558,6 +622,8 @@ Suite *test_suite(void)
 		{ "span-flags-alone", span_and_flags_change_alone },
 		{ "bad-attributes", bad_attributes_are_refused },
 		{ "attach-prev", attach_hands_back_the_previous_context },
+		{ "destroy-attached-here", destroy_on_the_owning_thread_unpublishes_first },
+		{ "create-with", create_with_checks_its_options },
 		{ "attach-pending", attach_refuses_uncommitted_edits },
 		{ "update-swap", update_swaps_records_and_keeps_the_old_one_whole },
 		{ "update-detached", update_of_a_detached_context_shows_on_attach },

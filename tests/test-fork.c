@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fork(): the forking thread keeps its context in the child; contexts of the
  * parent's other threads are detached there. */
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +33,24 @@ struct expect {
 	const struct otel_thread_ctx_record *slot;
 };
 
+static void *try_attach(void *arg)
+{
+	otel_thread_ctx *prev;
+
+	return (void *)(intptr_t)otel_thread_ctx_attach(arg, &prev);
+}
+
+/* What another thread of this process gets when it attaches ctx. */
+static int attach_from_another_thread(otel_thread_ctx *ctx)
+{
+	pthread_t t;
+	void *rc;
+
+	if (pthread_create(&t, NULL, try_attach, ctx) != 0 || pthread_join(t, &rc) != 0)
+		return -1000;
+	return (int)(intptr_t)rc;
+}
+
 static int child_keeps_context(void *arg)
 {
 	struct expect *e = arg;
@@ -44,7 +63,8 @@ static int child_keeps_context(void *arg)
 		return 2;
 	if (otel_thread_ctx_current() != e->ctx)
 		return 3;
-	if (otel_thread_ctx_destroy(e->ctx) != OTEL_THREAD_CTX_EBUSY)
+	/* Still owned by this thread: a new thread of the child cannot take it. */
+	if (attach_from_another_thread(e->ctx) != OTEL_THREAD_CTX_EBUSY)
 		return 4;
 	if (otel_thread_ctx_set_span_id(e->ctx, span_b) || otel_thread_ctx_update(e->ctx))
 		return 5;

@@ -61,12 +61,27 @@ START_TEST(read_copies_what_the_thread_publishes)
 	/* Nothing past attrs_data_size is written. */
 	ck_assert_uint_eq(out.attrs_data[12], 0xee);
 
+	/* Invalidated: withdrawn, nothing to read. */
 	ck_assert_ok(otel_thread_ctx_invalidate(ctx));
-	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_EINVALID);
-	ck_assert_uint_eq(out.valid, 0);
+	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
 	ck_assert_ok(otel_thread_ctx_detach(&prev));
 	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
 	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+
+	/* A record another writer marked invalid: the header only. */
+	{
+		static struct otel_thread_ctx_record foreign;
+
+		memset(&foreign, 0, sizeof(foreign));
+		foreign.valid = 2;
+		foreign.attrs_data_size = 4;
+		otel_thread_ctx_v1 = &foreign;
+		memset(&out, 0xee, sizeof(out));
+		ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_EINVALID);
+		ck_assert_uint_eq(out.valid, 2);
+		ck_assert_uint_eq(out.attrs_data[0], 0xee);
+		otel_thread_ctx_v1 = NULL;
+	}
 }
 END_TEST
 

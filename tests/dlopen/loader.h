@@ -65,6 +65,8 @@ static inline uintptr_t thread_pointer(void)
  * symbols); named like the functions, for STORM_CALL in storm.h. */
 struct otel_api {
 	int (*otel_thread_ctx_create)(otel_thread_ctx **);
+	int (*otel_thread_ctx_create_with)(otel_thread_ctx **,
+					   const struct otel_thread_ctx_options *);
 	int (*otel_thread_ctx_destroy)(otel_thread_ctx *);
 	int (*otel_thread_ctx_set_ids)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8],
 				       uint8_t);
@@ -95,6 +97,7 @@ static inline void *loader_sym(void *handle, const char *name)
 static inline void loader_resolve(void *handle, struct otel_api *api)
 {
 	LOADER_FN(api, handle, otel_thread_ctx_create);
+	LOADER_FN(api, handle, otel_thread_ctx_create_with);
 	LOADER_FN(api, handle, otel_thread_ctx_destroy);
 	LOADER_FN(api, handle, otel_thread_ctx_set_ids);
 	LOADER_FN(api, handle, otel_thread_ctx_set_attr);

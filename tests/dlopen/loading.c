@@ -13,7 +13,8 @@
  * - every thread publishes records of its own sequence numbers by attach,
  *   update, detach and update_attach, and a reader's copy through the slot
  *   (dlsym() of otel_thread_ctx_v1) is checked byte by byte (storm.h);
- * - every thread then exits with a context attached: the counting allocator
+ * - every thread then exits with a context attached, one created with
+ *   OTEL_THREAD_CTX_FREE_WITH_THREAD, which the thread frees: the counting allocator
  *   (counting-malloc.h) sees exactly one live block per such thread from the
  *   library while they wait, and none once they have exited (under a
  *   sanitizer, its allocator's byte count grows by the contexts and falls
@@ -88,7 +89,10 @@ static void *work(void *arg)
 	 * before anything touches the library's TLS on this thread. */
 	block_before = module_tls_data(&mod);
 
-	CHECK_OK(api.otel_thread_ctx_create(&ctx));
+	struct otel_thread_ctx_options given = OTEL_THREAD_CTX_OPTIONS_INIT;
+
+	given.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
+	CHECK_OK(api.otel_thread_ctx_create_with(&ctx, &given));
 	CHECK_OK(storm_write_draft(ctx, n));
 	/* The thread's first access to the library's TLS. */
 	CHECK_OK(api.otel_thread_ctx_update_attach(ctx, &prev));
@@ -208,6 +212,7 @@ int main(int argc, char **argv)
 #ifdef LOAD_LINKED
 	lib = RTLD_DEFAULT;
 	api.otel_thread_ctx_create = otel_thread_ctx_create;
+	api.otel_thread_ctx_create_with = otel_thread_ctx_create_with;
 	api.otel_thread_ctx_destroy = otel_thread_ctx_destroy;
 	api.otel_thread_ctx_set_ids = otel_thread_ctx_set_ids;
 	api.otel_thread_ctx_set_attr = otel_thread_ctx_set_attr;

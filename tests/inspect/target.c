@@ -41,7 +41,7 @@
 #include "otel_thread_ctx.h"
 
 struct api {
-	int (*create)(otel_thread_ctx **);
+	int (*create_with)(otel_thread_ctx **, const struct otel_thread_ctx_options *);
 	int (*update_all)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t,
 			  const struct otel_thread_ctx_attr *, size_t);
 	int (*update_attach)(otel_thread_ctx *, otel_thread_ctx **);
@@ -86,6 +86,11 @@ static const struct otel_thread_ctx_record **slot(void)
 	return (const struct otel_thread_ctx_record **)sym("otel_thread_ctx_v1");
 }
 
+static const struct otel_thread_ctx_options given = {
+	sizeof(struct otel_thread_ctx_options), OTEL_THREAD_CTX_FREE_WITH_THREAD,
+	OTEL_THREAD_CTX_ATTRS_MAX,
+};
+
 static void publish_library(int i)
 {
 	struct expected_thread e;
@@ -98,7 +103,8 @@ static void publish_library(int i)
 		attrs[k].len = (unsigned)strlen(e.attrs[k].value);
 		attrs[k].value = (const uint8_t *)e.attrs[k].value;
 	}
-	if (api.create(&ctx) != 0 ||
+	/* Given to the thread: some threads exit with it attached. */
+	if (api.create_with(&ctx, &given) != 0 ||
 	    api.update_all(ctx, e.trace_id, e.span_id, e.flags, attrs, e.nattrs) != 0 ||
 	    api.update_attach(ctx, &prev) != 0)
 		die("publishing through the library failed");
@@ -143,7 +149,7 @@ static void *storm(void *arg)
 	t->tid = (pid_t)syscall(SYS_gettid);
 	t->slot = (uintptr_t)slot();
 	pthread_setname_np(pthread_self(), "storm");
-	if (api.create(&ctx) != 0)
+	if (api.create_with(&ctx, &given) != 0)
 		die("create");
 	pthread_barrier_wait(&ready);
 	for (uint64_t n = 1; !__atomic_load_n(&stopping, __ATOMIC_RELAXED); n++) {
@@ -168,7 +174,7 @@ static void *short_lived(void *arg)
 	(void)arg;
 	publish_library(0);
 	/* A moment with the context published, then exit with it attached:
-	 * the library frees it. */
+	 * the library frees it (FREE_WITH_THREAD). */
 	for (int i = 0; i < 200; i++)
 		sched_yield();
 	return NULL;
@@ -237,7 +243,7 @@ static void setup_api(const char *lib)
 		return; /* the module may be one that only defines the slot */
 #ifdef TARGET_LINKED
 	if (lib == NULL) {
-		api.create = otel_thread_ctx_create;
+		api.create_with = otel_thread_ctx_create_with;
 		api.update_all = otel_thread_ctx_update_all;
 		api.update_attach = otel_thread_ctx_update_attach;
 		api.key_register = otel_thread_ctx_key_register;
@@ -245,7 +251,7 @@ static void setup_api(const char *lib)
 		return;
 	}
 #endif
-	*(void **)&api.create = sym("otel_thread_ctx_create");
+	*(void **)&api.create_with = sym("otel_thread_ctx_create_with");
 	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
 	*(void **)&api.update_attach = sym("otel_thread_ctx_update_attach");
 	*(void **)&api.key_register = sym("otel_thread_ctx_key_register");

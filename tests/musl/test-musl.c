@@ -87,15 +87,16 @@ static void test_api(void)
 	CHECK_ERR(otel_thread_ctx_set_attr(b, 256, "v", 1), OTEL_THREAD_CTX_EKEY);
 	CHECK_ERR(otel_thread_ctx_set_attr(b, 3, "\xff", 1), OTEL_THREAD_CTX_EUTF8);
 	CHECK_ERR(otel_thread_ctx_set_attr(NULL, 3, "v", 1), OTEL_THREAD_CTX_ENULL);
-	CHECK_ERR(otel_thread_ctx_destroy(b), OTEL_THREAD_CTX_EBUSY);
 	CHECK_OK(otel_thread_ctx_update(b));
 	check_published(20);
 
-	/* invalidate: the same record, valid = 0; update makes it valid again. */
+	/* invalidate: withdrawn (NULL), the record untouched; update shows it
+	 * again. */
 	was = otel_thread_ctx_v1;
 	CHECK_OK(otel_thread_ctx_invalidate(b));
-	CHECK(otel_thread_ctx_v1 == was && was->valid == 0, "invalidate");
+	CHECK(otel_thread_ctx_v1 == NULL && was->valid == 1, "invalidate");
 	CHECK_OK(otel_thread_ctx_update(b));
+	CHECK(otel_thread_ctx_v1 == was, "update after invalidate");
 	check_published(20);
 
 	/* detach unpublishes and hands the context back. */
@@ -158,10 +159,23 @@ static const uint8_t span_a[8] = { 0xb1, 2, 3, 4, 5, 6, 7, 8 };
 
 static pthread_barrier_t attached, counted;
 
+static void *attach_lent(void *arg)
+{
+	otel_thread_ctx *prev;
+
+	CHECK_OK(otel_thread_ctx_attach(arg, &prev));
+	return NULL;
+}
+
+/* A context given to the thread (FREE_WITH_THREAD): freed when it exits. */
 static int attach_new(void)
 {
+	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
 	otel_thread_ctx *ctx = NULL, *prev;
-	int rc = otel_thread_ctx_create(&ctx);
+	int rc;
+
+	o.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
+	rc = otel_thread_ctx_create_with(&ctx, &o);
 
 	if (rc == 0)
 		rc = otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1);
@@ -288,6 +302,22 @@ static void test_thread_exit(void)
 	      late_attach_failed);
 	live = counting_malloc_live();
 	CHECK(live == 0, "%ld contexts attached during thread exit were not freed", live);
+
+	/* A context the holder lent to a thread outlives the thread, attached
+	 * when it exits, until the holder destroys it. */
+	CHECK_OK(otel_thread_ctx_create(&ctx));
+	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	CHECK_OK(otel_thread_ctx_update(ctx));
+	CHECK(pthread_create(&t[0], NULL, attach_lent, ctx) == 0, "pthread_create");
+	CHECK(pthread_join(t[0], NULL) == 0, "pthread_join");
+	CHECK(counting_malloc_live() == 1, "the lent context was freed by its thread");
+	CHECK_OK(otel_thread_ctx_attach(ctx, &prev));
+	CHECK(prev == NULL && memcmp(otel_thread_ctx_v1->trace_id, trace_a, 16) == 0,
+	      "the lent context, back");
+	CHECK_OK(otel_thread_ctx_destroy(ctx));
+	CHECK(otel_thread_ctx_v1 == NULL && counting_malloc_live() == 0,
+	      "destroy of the attached context");
+	ctx = NULL;
 
 	/* A detached context belongs to whoever holds it. */
 	CHECK(pthread_create(&t[0], NULL, detach_and_hand_over, &ctx) == 0, "pthread_create");
