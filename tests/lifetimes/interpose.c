@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Another module defines otel_thread_ctx_v1 ahead of the library: the
+ * executable itself (built with FOREIGN_IN_EXE) or a library loaded before
+ * it (libforeign).  Symbol resolution makes that 8-byte definition the slot
+ * in effect, followed in that module's TLS by thread-locals of its own
+ * (sentinels).  The library must publish its records in that slot, which is
+ * where readers look, and never write past its 8 bytes: on the main thread
+ * through attach, update, update_span_id, update_all, invalidate, detach and
+ * destroy, and on threads that exit with a context attached, checked after
+ * the library's thread-exit cleanup by a pthread-key destructor that runs
+ * after it.  The self-check names the other module and says the slot is not
+ * the library's own, whose definition stays untouched (NULL).
+ *
+ *   usage: interpose exe|lib [threads]
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "foreign.h"
+#include "minitest.h"
+#include "otel_thread_ctx.h"
+#include "testenv.h"
+
+static const uint8_t trace_a[16] = { 0x11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const uint8_t span_a[8] = { 0x22, 1, 2, 3, 4, 5, 6, 7 };
+static const uint8_t span_b[8] = { 0x33, 1, 2, 3, 4, 5, 6, 7 };
+
+static pthread_key_t after_key;
+static unsigned long exit_failures;
+static const void *own_slot_main;
+
+static int sentinels_intact(void)
+{
+	const uint64_t *s = foreign_sentinels();
+
+	for (int i = 0; i < FOREIGN_SENTINEL_WORDS; i++)
+		if (s[i] != FOREIGN_SENTINEL)
+			return 0;
+	return 1;
+}
+
+#define CHECK_SENTINELS(when) CHECK(sentinels_intact(), "the other module's thread-locals " \
+				    "after the slot were overwritten (%s)", when)
+
+/* The record the other module's slot leads to. */
+static const struct otel_thread_ctx_record *in_slot(void)
+{
+	return *(const struct otel_thread_ctx_record *volatile *)foreign_slot();
+}
+
+static void check_self_check(const char *expect_module)
+{
+	struct otel_thread_ctx_self_check sc;
+	int rc = otel_thread_ctx_self_check(&sc);
+
+	printf("self-check: %s\n", sc.reason);
+	CHECK(rc == OTEL_THREAD_CTX_OK && sc.status == OTEL_THREAD_CTX_SELF_CHECK_OK,
+	      "self-check: %d, status %d", rc, sc.status);
+	CHECK(sc.slot == (const void *)foreign_slot(), "self-check: slot %p, the other module's is %p",
+	      sc.slot, (void *)foreign_slot());
+	CHECK(!sc.slot_is_own && sc.own_slot != sc.slot && sc.own_slot != NULL,
+	      "self-check: the slot in effect is said to be the library's own");
+	CHECK(sc.module != NULL && strstr(sc.module, expect_module) != NULL,
+	      "self-check: module %s, expected %s", sc.module ? sc.module : "(none)", expect_module);
+	CHECK(strstr(sc.reason, "ahead of the library's own") != NULL,
+	      "self-check: the reason does not say another definition is in effect");
+	CHECK(sc.exporting_modules == 2, "self-check: %u exporting modules, expected 2",
+	      sc.exporting_modules);
+	own_slot_main = sc.own_slot;
+}
+
+/* Runs after the library's thread-exit cleanup (its key is younger). */
+static void after_library_cleanup(void *arg)
+{
+	(void)arg;
+	if (in_slot() != NULL || !sentinels_intact())
+		__atomic_fetch_add(&exit_failures, 1, __ATOMIC_RELAXED);
+}
+
+static void *exit_attached(void *arg)
+{
+	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+	otel_thread_ctx *ctx, *prev;
+
+	(void)arg;
+	CHECK(pthread_setspecific(after_key, (void *)1) == 0, "pthread_setspecific");
+	o.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
+	CHECK_OK(otel_thread_ctx_create_with(&ctx, &o));
+	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "worker", 6));
+	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
+	CHECK(in_slot() != NULL && memcmp(in_slot()->span_id, span_a, 8) == 0,
+	      "a thread's record is not in the other module's slot");
+	CHECK_SENTINELS("a thread attached");
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct otel_thread_ctx_attr attrs[] = { { 2, 3, (const uint8_t *)"abc" } };
+	const char *where = argc > 1 ? argv[1] : "";
+	unsigned long n = argc > 2 ? strtoul(argv[2], NULL, 10) : env_count("OTEL_TEST_THREADS", 64);
+	otel_thread_ctx *ctx, *other, *prev;
+	const struct otel_thread_ctx_record *r;
+
+	if (strcmp(where, "exe") != 0 && strcmp(where, "lib") != 0) {
+		fprintf(stderr, "usage: interpose exe|lib [threads]\n");
+		return 2;
+	}
+	CHECK_SENTINELS("at start");
+	CHECK(in_slot() == NULL, "the slot is not NULL at start");
+
+	CHECK_OK(otel_thread_ctx_create(&ctx));
+	CHECK_OK(otel_thread_ctx_create(&other));
+	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
+	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
+	r = in_slot();
+	CHECK(r != NULL && r->valid == 1 && memcmp(r->trace_id, trace_a, 16) == 0 &&
+	      memcmp(r->span_id, span_a, 8) == 0,
+	      "the record is not in the other module's slot");
+	CHECK_SENTINELS("attach");
+	check_self_check(strcmp(where, "exe") == 0 ? "" : "libforeign");
+	CHECK(*(const void *const *)own_slot_main == NULL,
+	      "the library's own (shadowed) definition was written");
+
+	CHECK_OK(otel_thread_ctx_update_span_id(ctx, span_b));
+	CHECK(memcmp(in_slot()->span_id, span_b, 8) == 0, "update_span_id is not in the slot");
+	CHECK_SENTINELS("update_span_id");
+	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "x", 1));
+	CHECK_OK(otel_thread_ctx_update(ctx));
+	CHECK(in_slot()->attrs_data_size == 3, "update is not in the slot");
+	CHECK_SENTINELS("update");
+	CHECK_OK(otel_thread_ctx_update_all(ctx, trace_a, span_a, 1, attrs, 1));
+	CHECK(in_slot()->attrs_data_size == 5, "update_all is not in the slot");
+	CHECK_SENTINELS("update_all");
+	CHECK_OK(otel_thread_ctx_invalidate(ctx));
+	CHECK(in_slot() == NULL, "invalidate left a record in the slot");
+	CHECK_SENTINELS("invalidate");
+	CHECK_OK(otel_thread_ctx_update(ctx));
+	CHECK(in_slot() != NULL, "update after invalidate");
+	CHECK_OK(otel_thread_ctx_attach(other, &prev));
+	CHECK(prev == ctx && in_slot() != NULL, "attach of another context");
+	CHECK_SENTINELS("attach of another context");
+	CHECK_OK(otel_thread_ctx_detach(&prev));
+	CHECK(prev == other && in_slot() == NULL, "detach");
+	CHECK_SENTINELS("detach");
+	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
+	CHECK_OK(otel_thread_ctx_destroy(ctx));
+	CHECK(in_slot() == NULL, "destroy of the attached context left the slot set");
+	CHECK_SENTINELS("destroy");
+	CHECK_OK(otel_thread_ctx_destroy(other));
+	CHECK(*(const void *const *)own_slot_main == NULL,
+	      "the library's own (shadowed) definition was written");
+
+	/* Threads that exit with a context attached. */
+	CHECK(pthread_key_create(&after_key, after_library_cleanup) == 0, "pthread_key_create");
+	for (unsigned long i = 0; i < n; i++) {
+		pthread_t t;
+
+		CHECK(pthread_create(&t, NULL, exit_attached, NULL) == 0, "pthread_create");
+		CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	}
+	CHECK(exit_failures == 0, "%lu of %lu exiting threads left the slot set or the other "
+	      "module's thread-locals overwritten", exit_failures, n);
+	printf("ok: %s defines the slot; records went there, and nothing past its 8 bytes "
+	       "changed (main thread, and %lu threads exiting attached)\n",
+	       strcmp(where, "exe") == 0 ? "the executable" : "libforeign", n);
+	return 0;
+}
