@@ -34,6 +34,8 @@ int main(void)
 	SIZE(struct otel_thread_ctx_self_check, "self_check");
 	FIELD(struct otel_thread_ctx_self_check, "self_check", status);
 	FIELD(struct otel_thread_ctx_self_check, "self_check", slot);
+	FIELD(struct otel_thread_ctx_self_check, "self_check", own_slot);
+	FIELD(struct otel_thread_ctx_self_check, "self_check", slot_is_own);
 	FIELD(struct otel_thread_ctx_self_check, "self_check", exported);
 	FIELD(struct otel_thread_ctx_self_check, "self_check", module);
 	FIELD(struct otel_thread_ctx_self_check, "self_check", exported_module);
@@ -41,6 +43,11 @@ int main(void)
 	FIELD(struct otel_thread_ctx_self_check, "self_check", reason);
 
 	printf("error.EMODEL %d\n", OTEL_THREAD_CTX_EMODEL);
+	printf("error.EOPTIONS %d\n", OTEL_THREAD_CTX_EOPTIONS);
+	SIZE(struct otel_thread_ctx_options, "options");
+	printf("options.size_field %zu\n", offsetof(struct otel_thread_ctx_options, size));
+	FIELD(struct otel_thread_ctx_options, "options", flags);
+	FIELD(struct otel_thread_ctx_options, "options", attrs_capacity);
 	printf("key_max %u\nattrs_max %u\nvalue_max %u\nrecord_size %u\n",
 	       OTEL_THREAD_CTX_KEY_MAX, OTEL_THREAD_CTX_ATTRS_MAX, OTEL_THREAD_CTX_VALUE_MAX,
 	       OTEL_THREAD_CTX_RECORD_SIZE);

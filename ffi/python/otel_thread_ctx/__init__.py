@@ -18,10 +18,12 @@ Values that cannot be passed to C unchanged (an id of the wrong length, flags
 over 255, a name with a NUL byte) raise TypeError or ValueError before any
 call: nothing is truncated or wrapped.
 
-Threads.  A context attached to a thread belongs to that thread (the C rule).
-When a Python thread ends with a context attached, the binding detaches it as
-the thread's state is cleared, so that the library does not free a context a
-Context object still refers to; the object stays usable (and detached).
+Threads.  A context attached to a thread belongs to that thread (the C rule):
+other threads get EBUSY.  A Context keeps its C context until destroy() or
+until it is collected, and an attached one is kept alive by the binding until
+it is detached.  When a Python thread ends with a context attached, the
+context is detached (by the binding as the thread's state is cleared, or by
+the library as the OS thread exits) and the Context stays usable.
 """
 
 import ctypes
@@ -244,8 +246,9 @@ _thread = threading.local()
 
 class _ThreadEnd:
     """Lives in a thread's threading.local; dropped, on that thread, when the
-    thread's state is cleared.  Detaches a Context still attached there, so
-    the library's thread-exit cleanup never frees memory a Context owns."""
+    thread's state is cleared.  Detaches a Context still attached there and
+    stops keeping it alive for the thread, so that it is freed when its
+    object is collected."""
 
     def __init__(self):
         self.ident = threading.get_ident()
@@ -348,13 +351,16 @@ class Context:
         return self._ptr
 
     def destroy(self):
-        """Frees the context.  ThreadCtxError EBUSY while it is attached to a
-        thread (the context is then unchanged and still usable)."""
+        """Frees the context; attached to the calling thread, it is
+        unpublished first.  ThreadCtxError EBUSY while it is attached to
+        another thread (the context is then unchanged and still usable)."""
         if self._ptr is None:
             return
-        _check(_c.otel_thread_ctx_destroy(self._ptr), "destroy")
-        _live.pop(self._ptr, None)
-        self._ptr = None
+        with _registry_lock:
+            _check(_c.otel_thread_ctx_destroy(self._ptr), "destroy")
+            _attached.pop(self._ptr, None)
+            _live.pop(self._ptr, None)
+            self._ptr = None
 
     close = destroy
 
@@ -429,6 +435,8 @@ class Context:
         del keep
 
     def invalidate(self):
+        """Withdraws what the context publishes (a thread that has it
+        attached publishes nothing) until the next commit."""
         _check(_c.otel_thread_ctx_invalidate(self._handle()), "invalidate")
 
     def attach(self):
@@ -560,6 +568,8 @@ class SelfCheck:
 
     status: int
     slot: int
+    own_slot: int
+    slot_is_own: bool
     exported: int
     module: str
     exported_module: str
@@ -587,6 +597,7 @@ def self_check():
         status = SelfCheckStatus(res.status)
     except ValueError:
         status = res.status
-    return SelfCheck(status, res.slot, res.exported, text(res.module),
+    return SelfCheck(status, res.slot, res.own_slot, bool(res.slot_is_own), res.exported,
+                     text(res.module),
                      text(res.exported_module), res.exporting_modules,
                      res.reason.decode("utf-8", "replace"))

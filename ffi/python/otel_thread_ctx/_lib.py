@@ -61,6 +61,8 @@ class SelfCheck(ctypes.Structure):
     _fields_ = [
         ("status", ctypes.c_int),
         ("slot", ctypes.c_void_p),
+        ("own_slot", ctypes.c_void_p),
+        ("slot_is_own", ctypes.c_int),
         ("exported", ctypes.c_void_p),
         ("module", ctypes.c_char_p),
         ("exported_module", ctypes.c_char_p),

@@ -28,6 +28,28 @@ def fresh_key():
     return otc.key_register("test.key.%d" % next(_names))
 
 
+def _destroy_attached_elsewhere():
+    """destroy() of a Context attached to another thread; then cleans up."""
+    ctx = otc.Context(TRACE, SPAN)
+    attached, release = threading.Event(), threading.Event()
+
+    def hold():
+        ctx.update_attach()
+        attached.set()
+        release.wait()
+        otc.detach()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    attached.wait()
+    try:
+        ctx.destroy()
+    finally:
+        release.set()
+        t.join()
+        ctx.destroy()
+
+
 class Clean(unittest.TestCase):
     """Every test starts and ends with nothing attached to this thread."""
 
@@ -95,8 +117,8 @@ class Loading(unittest.TestCase):
             self.assertEqual(getattr(_lib.Record, field).offset, offset, field)
         self.assertEqual(ctypes.sizeof(_lib.Attr), 16)
         self.assertEqual(_lib.Attr.value.offset, 8)
-        self.assertEqual(_lib.SelfCheck.reason.offset, 44)
-        self.assertEqual(ctypes.sizeof(_lib.SelfCheck), 432)
+        self.assertEqual(_lib.SelfCheck.reason.offset, 60)
+        self.assertEqual(ctypes.sizeof(_lib.SelfCheck), 448)
 
     def test_every_function_is_declared(self):
         for name in _lib._prototypes:
@@ -106,7 +128,7 @@ class Loading(unittest.TestCase):
 
 class Errors(Clean):
     def test_error_carries_code_and_library_text(self):
-        e = self.assertError(Error.EBUSY, self._destroy_attached)
+        e = self.assertError(Error.EBUSY, _destroy_attached_elsewhere)
         self.assertIsInstance(e, OSError)
         self.assertEqual(e.errno, -7)
         self.assertEqual(e.name, "EBUSY")
@@ -114,15 +136,6 @@ class Errors(Clean):
         text = _lib.lib.otel_thread_ctx_strerror(-7).decode()
         self.assertEqual(e.strerror, text)
         self.assertIn(text, str(e))
-
-    def _destroy_attached(self):
-        ctx = otc.Context(TRACE, SPAN)
-        ctx.update_attach()
-        try:
-            ctx.destroy()
-        finally:
-            otc.detach()
-            ctx.destroy()
 
     def test_every_code_has_a_text(self):
         texts = {otc.strerror(code) for code in Error}
@@ -209,7 +222,8 @@ class Contexts(Clean):
         ctx = otc.Context(TRACE, SPAN)
         ctx.update_attach()
         ctx.invalidate()
-        self.assertError(Error.EINVALID, otc.read)
+        self.assertError(Error.ENOCTX, otc.read)
+        self.assertIs(otc.current(), ctx)
         ctx.update()
         self.assertEqual(otc.read().trace_id, TRACE)
         otc.detach()
@@ -225,15 +239,15 @@ class Contexts(Clean):
         self.assertIs(otc.detach(), b)
         b.destroy()
 
-    def test_destroy_attached_raises_and_keeps_the_context(self):
+    def test_destroy_attached_elsewhere_raises_and_keeps_the_context(self):
+        self.assertError(Error.EBUSY, _destroy_attached_elsewhere)
+
+    def test_destroy_attached_here_unpublishes_first(self):
         ctx = otc.Context(TRACE, SPAN)
         ctx.update_attach()
-        self.assertError(Error.EBUSY, ctx.destroy)
-        self.assertEqual(otc.read().span_id, SPAN)
-        ctx.update_span_id(CHILD)
-        self.assertEqual(otc.read().span_id, CHILD)
-        otc.detach()
         ctx.destroy()
+        self.assertIsNone(otc.current())
+        self.assertError(Error.ENOCTX, otc.read)
         self.assertIsNone(ctx.address)
         with self.assertRaises(ValueError):
             ctx.update()

@@ -100,6 +100,7 @@ error_consts!(
     EKEYS = sys::OTEL_THREAD_CTX_EKEYS,
     ENOKEY = sys::OTEL_THREAD_CTX_ENOKEY,
     EDUPKEY = sys::OTEL_THREAD_CTX_EDUPKEY,
+    EOPTIONS = sys::OTEL_THREAD_CTX_EOPTIONS,
 );
 
 impl Error {
@@ -263,7 +264,8 @@ macro_rules! editing_methods {
             })
         }
 
-        /// Marks the published record invalid until the next commit.
+        /// Withdraws what the context publishes (a thread that has it
+        /// attached publishes nothing) until the next commit.
         pub fn invalidate(&mut self) -> Result<()> {
             check(unsafe { sys::otel_thread_ctx_invalidate(self.raw()) })
         }
@@ -293,11 +295,18 @@ pub struct Context {
 unsafe impl Send for Context {}
 
 impl Context {
-    /// `otel_thread_ctx_create()`: a context whose published record is
-    /// valid and empty.  Errors: ENOMEM.
+    /// `otel_thread_ctx_create_with()`: a context whose published record is
+    /// valid and empty.  It is created with
+    /// `OTEL_THREAD_CTX_FREE_WITH_THREAD`: a context a guard left attached
+    /// (see [`Attached`]) is freed by its thread when the thread exits.
+    /// Errors: ENOMEM.
     pub fn new() -> Result<Context> {
         let mut raw = ptr::null_mut();
-        check(unsafe { sys::otel_thread_ctx_create(&mut raw) })?;
+        let options = sys::otel_thread_ctx_options {
+            flags: sys::OTEL_THREAD_CTX_FREE_WITH_THREAD,
+            ..Default::default()
+        };
+        check(unsafe { sys::otel_thread_ctx_create_with(&mut raw, &options) })?;
         let raw = NonNull::new(raw).ok_or(Error::ENULL)?;
         Ok(Context { raw, _not_sync: PhantomData })
     }
@@ -637,8 +646,14 @@ pub struct SelfCheck {
     pub status: SelfCheckStatus,
     /// One English sentence: what was found, and what to do if not OK.
     pub reason: String,
-    /// Address of the slot the library writes, in the calling thread.
+    /// Address of the slot the library writes (the slot in effect), in the
+    /// calling thread.
     pub slot: usize,
+    /// Address of the library's own definition of the slot; it is `slot`
+    /// unless a module earlier in the lookup scope defines the symbol too.
+    pub own_slot: usize,
+    /// Whether the slot in effect is the library's own definition.
+    pub slot_is_own: bool,
     /// Address the exported slot resolves to (0: none).
     pub exported: usize,
     /// Module holding `slot` ("" for the main program).
@@ -666,6 +681,8 @@ pub fn self_check() -> SelfCheck {
     let mut r = sys::otel_thread_ctx_self_check {
         status: -1,
         slot: ptr::null(),
+        own_slot: ptr::null(),
+        slot_is_own: 0,
         exported: ptr::null(),
         module: ptr::null(),
         exported_module: ptr::null(),
@@ -691,6 +708,8 @@ pub fn self_check() -> SelfCheck {
         },
         reason: string(r.reason.as_ptr()).unwrap_or_default(),
         slot: r.slot as usize,
+        own_slot: r.own_slot as usize,
+        slot_is_own: r.slot_is_own != 0,
         exported: r.exported as usize,
         module: string(r.module),
         exported_module: string(r.exported_module),

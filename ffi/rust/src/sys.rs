@@ -73,6 +73,30 @@ pub const OTEL_THREAD_CTX_ESYS: c_int = -30;
 pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -31;
 pub const OTEL_THREAD_CTX_ENOSLOT: c_int = -32;
 pub const OTEL_THREAD_CTX_EMODEL: c_int = -33;
+pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -34;
+
+/// Creation flag: the thread a context is attached to when it exits frees it.
+pub const OTEL_THREAD_CTX_FREE_WITH_THREAD: c_uint = 0x1;
+
+/// `struct otel_thread_ctx_options`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct otel_thread_ctx_options {
+    pub size: usize,
+    pub flags: c_uint,
+    pub attrs_capacity: c_uint,
+}
+
+impl Default for otel_thread_ctx_options {
+    /// `OTEL_THREAD_CTX_OPTIONS_INIT`.
+    fn default() -> Self {
+        otel_thread_ctx_options {
+            size: std::mem::size_of::<otel_thread_ctx_options>(),
+            flags: 0,
+            attrs_capacity: OTEL_THREAD_CTX_ATTRS_MAX as c_uint,
+        }
+    }
+}
 
 /// `otel_thread_ctx`: opaque, only ever behind a pointer.
 #[repr(C)]
@@ -110,6 +134,8 @@ pub const OTEL_THREAD_CTX_SELF_CHECK_UNKNOWN: c_int = 3;
 pub struct otel_thread_ctx_self_check {
     pub status: c_int,
     pub slot: *const c_void,
+    pub own_slot: *const c_void,
+    pub slot_is_own: c_int,
     pub exported: *const c_void,
     pub module: *const c_char,
     pub exported_module: *const c_char,
@@ -121,6 +147,10 @@ extern "C" {
     pub fn otel_thread_ctx_strerror(error: c_int) -> *const c_char;
 
     pub fn otel_thread_ctx_create(ctx: *mut *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_create_with(
+        ctx: *mut *mut otel_thread_ctx,
+        options: *const otel_thread_ctx_options,
+    ) -> c_int;
     pub fn otel_thread_ctx_destroy(ctx: *mut otel_thread_ctx) -> c_int;
 
     pub fn otel_thread_ctx_set_ids(

@@ -54,7 +54,7 @@ fn edits_through_the_guard_publish_on_commit() {
     assert_eq!((rec.trace_id(), rec.span_id(), rec.trace_flags()), ([0x44; 16], [0x55; 8], 0));
     assert_eq!(rec.attrs().collect::<Vec<_>>(), vec![(9, &b"POST"[..]), (2, &b"/orders"[..])]);
     span.invalidate().unwrap();
-    assert_eq!(read().unwrap_err(), Error::EINVALID);
+    assert_eq!(read().unwrap_err(), Error::ENOCTX, "withdrawn until the next commit");
     span.remove_attr(9).unwrap();
     span.update().unwrap();
     assert_eq!(read().unwrap().attrs().collect::<Vec<_>>(), vec![(2, &b"/orders"[..])]);

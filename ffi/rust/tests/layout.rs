@@ -46,16 +46,24 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("self_check.align", align_of::<sys::otel_thread_ctx_self_check>());
     put("self_check.status", offset!(sys::otel_thread_ctx_self_check, status));
     put("self_check.slot", offset!(sys::otel_thread_ctx_self_check, slot));
+    put("self_check.own_slot", offset!(sys::otel_thread_ctx_self_check, own_slot));
+    put("self_check.slot_is_own", offset!(sys::otel_thread_ctx_self_check, slot_is_own));
     put("self_check.exported", offset!(sys::otel_thread_ctx_self_check, exported));
     put("self_check.module", offset!(sys::otel_thread_ctx_self_check, module));
     put("self_check.exported_module", offset!(sys::otel_thread_ctx_self_check, exported_module));
     put("self_check.exporting_modules", offset!(sys::otel_thread_ctx_self_check, exporting_modules));
     put("self_check.reason", offset!(sys::otel_thread_ctx_self_check, reason));
+    put("options.size", size_of::<sys::otel_thread_ctx_options>());
+    put("options.align", align_of::<sys::otel_thread_ctx_options>());
+    put("options.size_field", offset!(sys::otel_thread_ctx_options, size));
+    put("options.flags", offset!(sys::otel_thread_ctx_options, flags));
+    put("options.attrs_capacity", offset!(sys::otel_thread_ctx_options, attrs_capacity));
     put("key_max", sys::OTEL_THREAD_CTX_KEY_MAX as usize);
     put("attrs_max", sys::OTEL_THREAD_CTX_ATTRS_MAX);
     put("value_max", sys::OTEL_THREAD_CTX_VALUE_MAX);
     put("record_size", sys::OTEL_THREAD_CTX_RECORD_SIZE);
     m.insert("error.EMODEL".to_string(), sys::OTEL_THREAD_CTX_EMODEL as i64);
+    m.insert("error.EOPTIONS".to_string(), sys::OTEL_THREAD_CTX_EOPTIONS as i64);
     m
 }
 
