@@ -11,7 +11,9 @@
  *   (c) the same swap on a general-dynamic variable, through __tls_get_addr;
  *   (d) the same swap on otel_thread_ctx_v1 through the library's own access
  *       sequence, a yardstick that splits the cost of an API function into
- *       the access and the rest.
+ *       the access and the rest;
+ *   (e) (d) by compare-and-swap: one locked instruction, the price of an
+ *       attach that claims its context atomically.
  *
  * The baselines are functions of shared libraries (bench/baseline.c) called
  * through the PLT, as this program calls the library, so that every row pays
@@ -143,6 +145,12 @@ static const char attr_values[2][N_ATTRS][ATTR_LEN + 1] = {
 	{"POST /api/v1/ord", "checkout-worker2", "tenant-000000043", "region-us-east-2"},
 };
 
+/* Contexts given to their thread, which frees them when it exits. */
+static const struct otel_thread_ctx_options given_to_thread = {
+	sizeof(struct otel_thread_ctx_options), OTEL_THREAD_CTX_FREE_WITH_THREAD,
+	OTEL_THREAD_CTX_ATTRS_MAX,
+};
+
 /* The same attributes as one list, for otel_thread_ctx_set_attrs(). */
 #define ATTR(k, a) { (a) + 1, ATTR_LEN, (const uint8_t *)attr_values[k][a] }
 static const struct otel_thread_ctx_attr attr_lists[2][N_ATTRS] = {
@@ -215,6 +223,7 @@ SWAP_RUN(ie)
 SWAP_RUN(desc)
 SWAP_RUN(gd)
 SWAP_RUN(own)
+SWAP_RUN(own_cas)
 
 static void run_nop(struct fixture *fx, uint64_t n)
 {
@@ -398,6 +407,7 @@ static struct op ops[] = {
 	OP("desc", "(b) swap, TLSDESC (compiler)", BASELINE, 1, false, 0, false, run_desc_swap),
 	OP("gd", "(c) swap, __tls_get_addr", BASELINE, 1, false, 0, false, run_gd_swap),
 	OP("own", "(d) swap, the library's TLSDESC call", BASELINE, 1, false, 0, false, run_own_swap),
+	OP("own_cas", "(e) the same swap by compare-and-swap", BASELINE, 1, false, 0, false, run_own_cas_swap),
 	OP("attach", "attach (replacing another)", LIBRARY, 1, false, 1.15, true, run_attach),
 	OP("detach_empty", "detach (nothing attached)", LIBRARY, 1, false, 1.15, true, run_detach_empty),
 	OP("attach_detach", "attach + detach (pair)", LIBRARY, 2, false, 1.15, true, run_attach_detach),
@@ -865,14 +875,15 @@ static void *mem_thread(void *arg)
 		free(p);
 	}
 	if (a->kind == MEM_CTX) {
-		CHECK(otel_thread_ctx_create(&ctx));
+		CHECK(otel_thread_ctx_create_with(&ctx, &given_to_thread));
 		CHECK(otel_thread_ctx_set_ids(ctx, trace_ids[0], span_ids[0], 1));
 		set_attrs(ctx, 0);
 		CHECK(otel_thread_ctx_update_attach(ctx, &prev));
 	}
 	pthread_barrier_wait(a->alive);
 	pthread_barrier_wait(a->done);
-	/* Exits with the context attached: the library frees it. */
+	/* Exits with the context attached: the library frees it
+	 * (FREE_WITH_THREAD). */
 	return NULL;
 }
 
@@ -1014,13 +1025,15 @@ static void *churn_thread(void *arg)
 		free(p);
 		return NULL;
 	}
-	CHECK(otel_thread_ctx_create(&ctx));
+	CHECK(otel_thread_ctx_create_with(&ctx, &given_to_thread));
 	CHECK(otel_thread_ctx_set_ids(ctx, trace_ids[1], span_ids[1], 1));
 	set_attrs(ctx, 1);
 	CHECK(otel_thread_ctx_update_attach(ctx, &prev));
 	if (otel_thread_ctx_v1 == NULL)
 		die("churn: nothing published");
-	/* Exits with the context attached: the library frees it. */
+	/* Exits with the context attached: the library frees it
+	 * (FREE_WITH_THREAD, the documented pattern for a context a thread
+	 * keeps until it exits). */
 	return NULL;
 }
 
@@ -1217,6 +1230,21 @@ static const char *judge(bool met)
 	return !is_x86_64() ? "not judged on this architecture" : met ? "met" : "missed";
 }
 
+/* Heap the churn with contexts kept after its warm-up beyond what the
+ * control churn kept: what the contexts account for. */
+static long long churn_extra_heap(void)
+{
+	return (churn.heap_end - churn.heap_warm) -
+	       (churn_control.heap_end - churn_control.heap_warm);
+}
+
+static long long churn_leaked_contexts(void)
+{
+	long long extra = churn_extra_heap();
+
+	return extra > 0 && mem.ctx_usable ? extra / (long long)mem.ctx_usable : 0;
+}
+
 static long churn_growth(void)
 {
 	return churn.rss_end - churn.rss_start;
@@ -1250,10 +1278,15 @@ static void print_memory(FILE *f, bool markdown)
 		churn.warm_threads, churn.heap_end - churn.heap_start,
 		churn.heap_end - churn.heap_warm, churn.warm_threads, churn.seconds);
 	fprintf(f, "%sthe same churn, threads that only call malloc once: RSS %ld, %ld, %ld KiB: "
-		   "%+ld KiB; heap in use %+lld B\n",
+		   "%+ld KiB; heap in use %+lld B (%+lld B after the first %u)\n",
 		li, churn_control.rss_start, churn_control.rss_warm, churn_control.rss_end,
 		churn_control.rss_end - churn_control.rss_start,
-		churn_control.heap_end - churn_control.heap_start);
+		churn_control.heap_end - churn_control.heap_start,
+		churn_control.heap_end - churn_control.heap_warm, churn_control.warm_threads);
+	fprintf(f, "%scontexts left behind by the churn: %lld (heap growth after the first %u "
+		   "threads beyond the control's, %+lld B, in contexts of %zu B)\n",
+		li, churn_leaked_contexts(), churn.warm_threads, churn_extra_heap(),
+		mem.ctx_usable);
 }
 
 static double cpu_share(void)
@@ -1279,6 +1312,14 @@ static void print_machine(FILE *f, bool markdown)
 		   "instructions: %s\n",
 		li, opt.reps, opt.rep_ms, cpu_share() * 100,
 		instr_counted ? "callgrind, per op including the loop" : instr_why);
+	{
+		const struct op *e = op_by_id("own_cas"), *a = op_by_id("attach");
+
+		fprintf(f, "%sattach claims its context with one compare-and-swap, so that of "
+			   "two threads attaching one context exactly one wins: its floor is (e), "
+			   "%.2fx (b) here; attach costs %.2fx (e)\n",
+			li, ratio_b(e), a->median / e->median);
+	}
 }
 
 static void write_csv(const char *path)

@@ -76,8 +76,9 @@ static void *worker(void *arg)
 		if ((rc = otel_thread_ctx_detach(&prev)) != 0)
 			fail("detach", rc);
 	}
-	/* Exiting with a context attached would be fine too: the library
-	 * frees it.  Here it was detached, so it is ours to destroy. */
+	/* Exiting with it attached would be fine too: the library detaches it
+	 * (and frees it, had it been created with FREE_WITH_THREAD).  Ours to
+	 * destroy either way. */
 	otel_thread_ctx_destroy(ctx);
 	return NULL;
 }
