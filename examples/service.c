@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <otel_process_ctx.h>
+#include <otel_thread_ctx_process.h>
 #include <otel_thread_ctx.h>
 
 static const char *const routes[] = { "GET /users/{id}", "POST /orders", "GET /health",
@@ -100,9 +100,9 @@ int main(int argc, char **argv)
 {
 	unsigned workers = argc > 1 ? (unsigned)atoi(argv[1]) : 4;
 	int seconds = argc > 2 ? atoi(argv[2]) : 5;
-	struct otel_process_ctx_attr resource[] = {
-		{ "service.name", OTEL_PROCESS_CTX_STRING, "demo-shop", 0, 0, 0.0, 0 },
-		{ "process.pid", OTEL_PROCESS_CTX_INT, NULL, 0, getpid(), 0.0, 0 },
+	struct otel_thread_ctx_process_attr resource[] = {
+		{ "service.name", OTEL_THREAD_CTX_PROCESS_STRING, "demo-shop", 0, 0, 0.0, 0 },
+		{ "process.pid", OTEL_THREAD_CTX_PROCESS_INT, NULL, 0, getpid(), 0.0, 0 },
 	};
 	pthread_t t[64];
 	int rc;
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 	    (rc = otel_thread_ctx_key_register("http.request.method", &key_method)) != 0 ||
 	    (rc = otel_thread_ctx_key_register("worker.name", &key_worker)) != 0)
 		fail("register keys", rc);
-	if ((rc = otel_process_ctx_publish(resource, 2)) != 0)
+	if ((rc = otel_thread_ctx_process_publish(resource, 2)) != 0)
 		fail("publish the process context", rc);
 	for (unsigned i = 0; i < workers; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)) != 0)
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	stopping = 1;
 	for (unsigned i = 0; i < workers; i++)
 		pthread_join(t[i], NULL);
-	otel_process_ctx_unpublish();
+	otel_thread_ctx_process_unpublish();
 	printf("service: done\n");
 	return 0;
 }

@@ -83,7 +83,7 @@
  * attachment or edit the context being changed.  Of the thread-context
  * functions, only otel_thread_ctx_create() and _create_with() allocate, and
  * only otel_thread_ctx_destroy() and thread exit (FREE_WITH_THREAD) free.  Registering an attribute
- * key, publishing the process context (otel_process_ctx.h) and
+ * key, publishing the process context (otel_thread_ctx_process.h) and
  * otel_thread_ctx_self_check() are start-up work: they may lock and
  * allocate, as each one's comment says.
  *
@@ -172,98 +172,81 @@ OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data
  */
 extern __thread const struct otel_thread_ctx_record *otel_thread_ctx_v1;
 
-/* Return values.  Stable: new codes are only ever added. */
+/*
+ * Return values.  Stable: new codes are only ever added.  A code named after
+ * an errno equals its negation (OTEL_THREAD_CTX_EBUSY == -EBUSY, on every
+ * Linux architecture); the library's own conditions have codes from -4001
+ * down, with names no errno has.  The reading side of another process
+ * (otel_thread_ctx_inspect.h) adds its own codes, from -4101 down.
+ */
 enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_OK = 0,
+	/* -E2BIG: the process context payload would exceed
+	 * OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX bytes. */
+	OTEL_THREAD_CTX_E2BIG = -7,
+	/* -ENOMEM: out of memory. */
+	OTEL_THREAD_CTX_ENOMEM = -12,
+	/* -EBUSY: the context is attached to another thread (every function
+	 * that takes a context, destroy included). */
+	OTEL_THREAD_CTX_EBUSY = -16,
+	/* -ENOSPC: the attributes would need more bytes than the context's
+	 * capacity (OTEL_THREAD_CTX_ATTRS_MAX unless created smaller). */
+	OTEL_THREAD_CTX_ENOSPC = -28,
 	/* A pointer argument that is required was NULL. */
-	OTEL_THREAD_CTX_ENULL = -1,
+	OTEL_THREAD_CTX_ENULL = -4001,
 	/* The ids would be set half-way: trace id without span id or the
 	 * reverse, trace flags without ids, or a span id on a context that has
 	 * no trace id. */
-	OTEL_THREAD_CTX_EIDS = -2,
+	OTEL_THREAD_CTX_EIDS = -4002,
 	/* Attribute key index above OTEL_THREAD_CTX_KEY_MAX. */
-	OTEL_THREAD_CTX_EKEY = -3,
+	OTEL_THREAD_CTX_EKEY = -4003,
 	/* Attribute value longer than OTEL_THREAD_CTX_VALUE_MAX bytes. */
-	OTEL_THREAD_CTX_EVALUE = -4,
+	OTEL_THREAD_CTX_EVALUE = -4004,
 	/* Attribute value is not valid UTF-8. */
-	OTEL_THREAD_CTX_EUTF8 = -5,
-	/* The attributes would need more bytes than the context's capacity
-	 * (OTEL_THREAD_CTX_ATTRS_MAX unless created smaller). */
-	OTEL_THREAD_CTX_ENOSPC = -6,
-	/* The context is attached to another thread (every function that
-	 * takes a context, destroy included). */
-	OTEL_THREAD_CTX_EBUSY = -7,
+	OTEL_THREAD_CTX_EUTF8 = -4005,
 	/* attach: the context has edits that are not committed; publishing it
 	 * would show older data than it holds.  Use update_attach. */
-	OTEL_THREAD_CTX_EPENDING = -8,
-	/* Out of memory. */
-	OTEL_THREAD_CTX_ENOMEM = -9,
+	OTEL_THREAD_CTX_EPENDING = -4006,
 	/* The thread-exit cleanup could not be set up (no pthread key was
 	 * available), so attaching would leak at thread exit. */
-	OTEL_THREAD_CTX_ETHREAD = -10,
+	OTEL_THREAD_CTX_ETHREAD = -4007,
 	/* Readers: the thread publishes no context (the slot is NULL). */
-	OTEL_THREAD_CTX_ENOCTX = -11,
+	OTEL_THREAD_CTX_ENOCTX = -4008,
 	/* Readers: the record's valid byte is not 1; ignore the record. */
-	OTEL_THREAD_CTX_EINVALID = -12,
+	OTEL_THREAD_CTX_EINVALID = -4009,
 	/* Readers: fewer bytes than a record header (28). */
-	OTEL_THREAD_CTX_ETRUNCATED = -13,
+	OTEL_THREAD_CTX_ETRUNCATED = -4010,
 	/* otel_thread_ctx_self_check(): a profiler would not find the slot
 	 * this library writes (the result says why). */
-	OTEL_THREAD_CTX_ESLOT = -14,
-	/* Attribute key names and the process context (otel_process_ctx.h). */
+	OTEL_THREAD_CTX_ESLOT = -4011,
 	/* Key name empty, longer than OTEL_THREAD_CTX_KEY_NAME_MAX bytes, or
 	 * not valid UTF-8. */
-	OTEL_THREAD_CTX_ENAME = -15,
+	OTEL_THREAD_CTX_ENAME = -4012,
 	/* All OTEL_THREAD_CTX_KEY_MAX + 1 key indices are taken. */
-	OTEL_THREAD_CTX_EKEYS = -16,
+	OTEL_THREAD_CTX_EKEYS = -4013,
 	/* No attribute key of that name is registered. */
-	OTEL_THREAD_CTX_ENOKEY = -17,
+	OTEL_THREAD_CTX_EUNKNOWNKEY = -4014,
 	/* The process context is published already. */
-	OTEL_THREAD_CTX_EPUBLISHED = -18,
+	OTEL_THREAD_CTX_EPUBLISHED = -4015,
 	/* The process context is not published. */
-	OTEL_THREAD_CTX_ENOTPUBLISHED = -19,
-	/* The process context payload would exceed
-	 * OTEL_PROCESS_CTX_PAYLOAD_MAX bytes. */
-	OTEL_THREAD_CTX_E2BIG = -20,
+	OTEL_THREAD_CTX_ENOTPUBLISHED = -4016,
 	/* A resource attribute is invalid: empty or duplicate key, key not
 	 * valid UTF-8, or a value type that cannot be published. */
-	OTEL_THREAD_CTX_EATTR = -21,
+	OTEL_THREAD_CTX_EATTR = -4017,
 	/* No mapping readers can find: memfd_create() is unavailable and the
 	 * kernel cannot name an anonymous mapping. */
-	OTEL_THREAD_CTX_EMAP = -22,
-	/* Readers: no such process. */
-	OTEL_THREAD_CTX_ESRCH = -23,
-	/* Readers: not permitted to read the process's maps or memory (the
-	 * ptrace access check), or process_vm_readv() is unavailable. */
-	OTEL_THREAD_CTX_EPERM = -24,
-	/* Readers: the process publishes no process context. */
-	OTEL_THREAD_CTX_ENOENT = -25,
-	/* Readers: an OTEL_CTX mapping with an invalid header (signature,
-	 * version, payload size or pointer). */
-	OTEL_THREAD_CTX_EFORMAT = -26,
-	/* Readers: the process context changed during every attempt. */
-	OTEL_THREAD_CTX_EAGAIN = -27,
-	/* Readers: the payload pointer leads to memory that cannot be read. */
-	OTEL_THREAD_CTX_EFAULT = -28,
-	/* Readers: the payload is not a valid ProcessContext message. */
-	OTEL_THREAD_CTX_EDECODE = -29,
-	/* A system call failed for a reason not listed above; errno says why. */
-	OTEL_THREAD_CTX_ESYS = -30,
+	OTEL_THREAD_CTX_EMAP = -4018,
+	/* A system call failed for a reason not listed; errno says why. */
+	OTEL_THREAD_CTX_ESYS = -4019,
 	/* otel_thread_ctx_set_attrs(): the same key twice. */
-	OTEL_THREAD_CTX_EDUPKEY = -31,
-	/* Inspector (otel_thread_ctx_inspect.h): no loaded module of the
-	 * process defines otel_thread_ctx_v1. */
-	OTEL_THREAD_CTX_ENOSLOT = -32,
-	/* Inspector: the slot is reached in a way the inspector does not
-	 * support (local-dynamic, no access at all, another architecture, an
-	 * unknown C library where the DTV is needed). */
-	OTEL_THREAD_CTX_EMODEL = -33,
+	OTEL_THREAD_CTX_EDUPKEY = -4020,
 	/* otel_thread_ctx_create_with(): options->size too small, an unknown
 	 * flag, or attrs_capacity above OTEL_THREAD_CTX_ATTRS_MAX. */
-	OTEL_THREAD_CTX_EOPTIONS = -34,
+	OTEL_THREAD_CTX_EOPTIONS = -4021,
 };
 
-/* A static, English description of an error code; never NULL. */
+/* A static, English description of an error code of this header; never
+ * NULL ("unknown ..." for others: see otel_thread_ctx_inspect_strerror()). */
 const char *otel_thread_ctx_strerror(int error);
 
 typedef struct otel_thread_ctx otel_thread_ctx;
@@ -579,7 +562,7 @@ int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *result);
  * readers use to name attributes.  The registry below is that array: it
  * hands out indices in order of registration, never forgets or reorders a
  * name, and holds at most OTEL_THREAD_CTX_KEY_MAX + 1 names.  Once the
- * process context is published (otel_process_ctx.h), registering a new key
+ * process context is published (otel_thread_ctx_process.h), registering a new key
  * republishes it, so readers know every index a record can use.
  *
  * Registration takes a lock (it is not async-signal-safe; call it at start-up
@@ -604,7 +587,7 @@ int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *result);
  */
 int otel_thread_ctx_key_register(const char *name, unsigned int *index);
 
-/* The index of a registered key name.  Errors: ENULL; ENOKEY.
+/* The index of a registered key name.  Errors: ENULL; EUNKNOWNKEY.
  * Async-signal-safe; takes no lock. */
 int otel_thread_ctx_key_find(const char *name, unsigned int *index);
 

@@ -11,7 +11,7 @@
  *   otel_thread_ctx_v1 is a module; its load bias comes from its first
  *   mapping and its first PT_LOAD;
  * - the module's dynamic relocations against the slot say how its code
- *   reaches it, and so how a reader finds it (SPEC "TLS access models"):
+ *   reaches it, and so how a reader finds it (OTEP 4947 lists the models):
  *     TLSDESC:          the descriptor's argument (second word, read from
  *                       the process) is either a small offset from the
  *                       thread pointer (static TLS), or a pointer to
@@ -23,8 +23,8 @@
  *                       slot; the offset follows from st_value and PT_TLS;
  * - the C library (glibc or musl, from the program interpreter) fixes the
  *   layout of the DTV, needed by the dynamic models;
- * - the process context (otel_process_ctx_read()) gives the attribute key
- *   names, when the process publishes one.
+ * - the process context (otel_thread_ctx_process_read(), below) gives the
+ *   attribute key names, when the process publishes one.
  *
  * otel_thread_ctx_inspect_thread() then reads one thread: it attaches with
  * PTRACE_SEIZE, stops the thread with PTRACE_INTERRUPT, takes its thread
@@ -55,8 +55,22 @@
  * Threads: an inspector is used by one thread at a time (ptrace ties the
  * attachment to the thread that made it).  Nothing here is
  * async-signal-safe: these functions allocate and do I/O.  They never
- * abort, exit or print.  Errors are the negative codes of enum
- * otel_thread_ctx_error.
+ * abort, exit or print.
+ *
+ * Library
+ * -------
+ * libotel-thread-ctx-inspect (pkg-config otel-thread-ctx-inspect), what a
+ * profiler or a debugging tool links to read other processes.  It needs
+ * libotel-thread-ctx (for the record decoder and, in this process, the
+ * publisher's copy), never the other way round: a tracer links
+ * libotel-thread-ctx alone.
+ *
+ * Errors
+ * ------
+ * The negative codes of enum otel_thread_ctx_error (otel_thread_ctx.h) and
+ * of enum otel_thread_ctx_inspect_error below, which only the reading side
+ * returns; otel_thread_ctx_inspect_strerror() describes both.  A code named
+ * after an errno equals its negation.
  */
 #ifndef OTEL_THREAD_CTX_INSPECT_H
 #define OTEL_THREAD_CTX_INSPECT_H
@@ -65,12 +79,159 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "otel_process_ctx.h"
+#include "otel_thread_ctx_process.h"
 #include "otel_thread_ctx.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Return values of the reading side, besides those of otel_thread_ctx.h.
+ * Stable: new codes are only ever added. */
+enum otel_thread_ctx_inspect_error {
+	/* -EPERM: not permitted to read the process (ptrace access check),
+	 * or process_vm_readv() is unavailable. */
+	OTEL_THREAD_CTX_EPERM = -1,
+	/* -ENOENT: the process publishes no process context. */
+	OTEL_THREAD_CTX_ENOENT = -2,
+	/* -ESRCH: no such process or thread. */
+	OTEL_THREAD_CTX_ESRCH = -3,
+	/* -EAGAIN: the process context changed during every attempt. */
+	OTEL_THREAD_CTX_EAGAIN = -11,
+	/* -EFAULT: memory of the process that should hold something cannot
+	 * be read (a payload, a record, a TLS block). */
+	OTEL_THREAD_CTX_EFAULT = -14,
+	/* An OTEL_CTX mapping with an invalid header (signature, version,
+	 * payload size or pointer), or a record pointer that is not 2-aligned. */
+	OTEL_THREAD_CTX_EFORMAT = -4101,
+	/* The payload is not a valid ProcessContext message. */
+	OTEL_THREAD_CTX_EDECODE = -4102,
+	/* No loaded module of the process defines otel_thread_ctx_v1. */
+	OTEL_THREAD_CTX_ENOSLOT = -4103,
+	/* The slot is reached in a way the inspector does not support
+	 * (local-dynamic, no access at all, another architecture, an unknown
+	 * C library where the DTV is needed). */
+	OTEL_THREAD_CTX_EMODEL = -4104,
+};
+
+/* A static, English description of an error code of either enum; never
+ * NULL. */
+const char *otel_thread_ctx_inspect_strerror(int error);
+
+/*
+ * Reading
+ * -------
+ * What an inspector or profiler does to read the process context of a
+ * process: otel_thread_ctx_process_read() finds the mapping, copies it by the
+ * reading protocol, checks it and decodes it into a snapshot that the caller
+ * frees with otel_thread_ctx_process_snapshot_free().  otel_thread_ctx_process_decode()
+ * decodes a payload obtained some other way (an eBPF copy, a file).
+ *
+ * Decoding follows protobuf: unknown fields are skipped; of a field that
+ * occurs more than once, the last occurrence counts (ProcessContext.resource
+ * and repeated fields accumulate); all strings must be valid UTF-8.  It is
+ * stricter where the thread-context format is concerned: the key map must be
+ * an array of at most 256 strings, none containing a NUL byte, and the
+ * schema version a string without NUL.  The threadlocal.* entries are read
+ * from ProcessContext.attributes, where OTEP 4947 puts them; when they are
+ * missing there, well-formed entries of the same keys among the resource
+ * attributes (where an early draft put them) are used instead.  Values of
+ * types ARRAY and KVLIST in resource attributes are not decoded: their
+ * encoded bytes are returned.
+ */
+
+/* Attempts otel_thread_ctx_process_read() makes when it is given 0. */
+#define OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS 100u
+
+/* A decoded process context.  Everything it points to lives in the
+ * snapshot's own memory until otel_thread_ctx_process_snapshot_free(). */
+struct otel_thread_ctx_process_snapshot {
+	/* From the mapping (0 for otel_thread_ctx_process_decode()). */
+	uint64_t mapping_address; /* where the header is, in the process */
+	uint64_t payload_address;
+	uint64_t monotonic_published_at_ns;
+	uint32_t version;
+	/* Copies that came out torn or during an update and were retried. */
+	unsigned int retries;
+
+	/* The payload: a copy of its payload_size bytes. */
+	const void *payload;
+	uint32_t payload_size;
+
+	/* threadlocal.schema_version, NUL-terminated; NULL when absent. */
+	const char *schema_version;
+	/* threadlocal.attribute_key_map: keys[i] names key index i
+	 * (NUL-terminated).  key_map_present is 0 when the payload has no key
+	 * map (key_count is then 0 too). */
+	int key_map_present;
+	size_t key_count;
+	const char *const *keys;
+	/* ProcessContext.resource.attributes, in payload order. */
+	size_t resource_count;
+	const struct otel_thread_ctx_process_attr *resource;
+	/* ProcessContext.attributes other than the two threadlocal.* above. */
+	size_t attribute_count;
+	const struct otel_thread_ctx_process_attr *attributes;
+};
+
+/*
+ * Reads the process context of process `pid` (0: this process) and stores
+ * a new snapshot in *out.  Steps: parse /proc/PID/maps for mappings whose
+ * name starts with "[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]" or
+ * "/memfd:OTEL_CTX" and that are readable and at least 32 bytes long; for
+ * each, in address order, until one succeeds: read the timestamp (it must
+ * not be 0), then the header (signature "OTEL_CTX", version 2, timestamp
+ * unchanged, 1 <= payload_size <= OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX, payload not
+ * NULL), then the payload, then the timestamp again; a copy whose timestamps
+ * differ or are 0 is retried, up to `attempts` copies in all (0 means
+ * OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS), yielding the CPU between them; finally
+ * decode.  Memory is read with process_vm_readv(), also for this process,
+ * so an address that is not mapped is an error, never a crash.  When
+ * process_vm_readv() is refused for this process (EPERM from a seccomp
+ * filter, ENOSYS under qemu-user), the copy is made directly, under this
+ * library's lock, and only from the mapping this library published (EPERM
+ * for any other; the copy is otel_thread_ctx_process_copy() of
+ * libotel-thread-ctx).
+ *
+ * The caller needs the right to read the process's memory (ptrace access
+ * mode "attach": the same user and, under Yama ptrace_scope 1, a
+ * descendant, or CAP_SYS_PTRACE).
+ *
+ * Errors: ENULL; ESRCH (no such process; one that exits during the read
+ * may also give ENOENT); EPERM; ENOENT (no candidate mapping); EFORMAT
+ * (candidates, none with a valid header); EAGAIN (the context changed or was
+ * being changed during every attempt); EFAULT (the payload cannot be read
+ * although the header stayed the same); EDECODE; ENOMEM; ESYS.  When several
+ * candidates fail, the error of the last one is returned.  *out is set only
+ * on success.
+ */
+int otel_thread_ctx_process_read(pid_t pid, unsigned int attempts,
+			  struct otel_thread_ctx_process_snapshot **out);
+
+/*
+ * otel_thread_ctx_process_read() without the search: reads the mapping whose header
+ * is at `mapping` in process `pid` (a snapshot's mapping_address, kept by a
+ * reader that polls the same process; the format lets a reader cache the
+ * address once a mapping proved valid).  Same protocol, checks and errors;
+ * ENOENT when nothing is mapped there any more (unpublished), EFORMAT when
+ * what is there is not a valid header.  Parsing /proc/PID/maps is the
+ * expensive part of otel_thread_ctx_process_read(); this skips it.
+ */
+int otel_thread_ctx_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
+			     struct otel_thread_ctx_process_snapshot **out);
+
+/*
+ * Decodes `size` bytes of a ProcessContext payload into a new snapshot
+ * (the mapping fields are 0).  Any bytes are safe to pass.
+ * Errors: ENULL (out NULL, or payload NULL with size > 0); E2BIG (size above
+ * OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX); EDECODE; ENOMEM.
+ */
+int otel_thread_ctx_process_decode(const void *payload, size_t size,
+			    struct otel_thread_ctx_process_snapshot **out);
+
+/* Frees a snapshot and everything it points to.  NULL is accepted. */
+void otel_thread_ctx_process_snapshot_free(struct otel_thread_ctx_process_snapshot *snap);
+
 
 /* How a module's code reaches the slot, and so how the inspector finds it. */
 enum otel_thread_ctx_inspect_model {
@@ -115,9 +276,9 @@ struct otel_thread_ctx_inspect_info {
 	size_t module_count;
 	const struct otel_thread_ctx_inspect_module *modules;
 	/* The process context: OTEL_THREAD_CTX_OK and a snapshot, or the
-	 * error otel_process_ctx_read() returned and NULL. */
+	 * error otel_thread_ctx_process_read() returned and NULL. */
 	int process_ctx_status;
-	const struct otel_process_ctx_snapshot *process_ctx;
+	const struct otel_thread_ctx_process_snapshot *process_ctx;
 };
 
 /* Per-thread anomalies (struct otel_thread_ctx_inspect_thread.anomalies):

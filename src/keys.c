@@ -8,21 +8,40 @@
  * count that makes it visible is stored with release order; readers load
  * the count with acquire order and look at indices below it only.  A signal
  * handler that interrupts a registration sees the old count, hence only
- * complete names.  Registration is serialised by the process context lock,
- * which also covers the republication a new key causes.
+ * complete names.  Registration is serialised by this module's lock, which
+ * the process-context publisher shares, so that the republication a new key
+ * causes is part of the same step (keys.h).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
-#include "process_ctx.h"
-#include "protobuf.h"
+#include "keys.h"
+#include "utf8.h"
 
 #define KEY_SLOTS (OTEL_THREAD_CTX_KEY_MAX + 1)
 
 static char names[KEY_SLOTS][OTEL_THREAD_CTX_KEY_NAME_MAX + 1];
 static uint8_t lengths[KEY_SLOTS];
 static unsigned int count;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int (*change_hook)(unsigned int count);
+
+void otel__keys_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void otel__keys_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+void otel__keys_on_change(int (*hook)(unsigned int count))
+{
+	change_hook = hook;
+}
 
 static unsigned int visible_count(void)
 {
@@ -57,26 +76,26 @@ OTEL_EXPORT int otel_thread_ctx_key_register(const char *name, unsigned int *ind
 	if (len == 0 || len > OTEL_THREAD_CTX_KEY_NAME_MAX || !otel__utf8_valid(name, len))
 		return OTEL_THREAD_CTX_ENAME;
 
-	otel__pctx_lock();
+	otel__keys_lock();
 	n = count;
 	at = lookup(name, len, n);
 	if (at >= 0) {
-		otel__pctx_unlock();
+		otel__keys_unlock();
 		*index = (unsigned int)at;
 		return OTEL_THREAD_CTX_OK;
 	}
 	if (n == KEY_SLOTS) {
-		otel__pctx_unlock();
+		otel__keys_unlock();
 		return OTEL_THREAD_CTX_EKEYS;
 	}
 	/* Staged in slot n, invisible until the count says otherwise. */
 	memcpy(names[n], name, len);
 	names[n][len] = '\0';
 	lengths[n] = (uint8_t)len;
-	err = otel__pctx_keys_changed(n + 1);
+	err = change_hook != NULL ? change_hook(n + 1) : OTEL_THREAD_CTX_OK;
 	if (err == OTEL_THREAD_CTX_OK)
 		__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	if (err == OTEL_THREAD_CTX_OK)
 		*index = n;
 	return err;
@@ -92,7 +111,7 @@ OTEL_EXPORT int otel_thread_ctx_key_find(const char *name, unsigned int *index)
 	len = strnlen(name, OTEL_THREAD_CTX_KEY_NAME_MAX + 1);
 	at = len > OTEL_THREAD_CTX_KEY_NAME_MAX ? -1 : lookup(name, len, visible_count());
 	if (at < 0)
-		return OTEL_THREAD_CTX_ENOKEY;
+		return OTEL_THREAD_CTX_EUNKNOWNKEY;
 	*index = (unsigned int)at;
 	return OTEL_THREAD_CTX_OK;
 }

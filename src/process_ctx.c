@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The process context publisher (OTEP 4719, as SPEC §8 of this project
- * summarises it): the OTEL_CTX mapping, its 32-byte header and the protobuf
+ * The process context publisher (OTEP 4719): the OTEL_CTX mapping, its 32-byte header and the protobuf
  * ProcessContext payload.
  *
  * Where the thread-context data goes: OTEP 4947 ("Thread Context", section
@@ -17,7 +16,7 @@
  * a full fence (C11 atomic_thread_fence(memory_order_seq_cst)); the fields
  * are stored with atomic stores.  Payloads are never changed in place: a
  * change encodes a new payload, switches the header to it, and frees the
- * payload from two changes ago (see "Payload memory" in otel_process_ctx.h).
+ * payload from two changes ago (see "Payload memory" in otel_thread_ctx_process.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,7 +31,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "process_ctx.h"
+#include "keys.h"
+#include "otel_thread_ctx_process.h"
 #include "protobuf.h"
 
 /* Newer than the headers of some libcs. */
@@ -62,14 +62,13 @@ enum {
 	ARRAY_VALUE_VALUES = 1,
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * The publication, guarded by `lock`.  header is NULL when nothing is
  * published.  The buffers may outlive a publication that a forked child
  * could not recreate; the next publish frees them.
  */
-static struct otel_process_ctx_header *header;
+static struct otel_thread_ctx_process_header *header;
 static size_t mapping_size;
 static bool mapping_memfd;
 static pid_t publisher_pid;
@@ -83,32 +82,22 @@ static uint64_t last_published_at;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static bool fork_handlers;
 
-void otel__pctx_lock(void)
-{
-	pthread_mutex_lock(&lock);
-}
-
-void otel__pctx_unlock(void)
-{
-	pthread_mutex_unlock(&lock);
-}
-
 /* --- Encoding ----------------------------------------------------------- */
 
-static size_t string_length(const struct otel_process_ctx_attr *a)
+static size_t string_length(const struct otel_thread_ctx_process_attr *a)
 {
 	return a->length != 0 ? a->length : strlen(a->string);
 }
 
 /* Size of the AnyValue message body of a validated attribute. */
-static size_t any_value_size(const struct otel_process_ctx_attr *a)
+static size_t any_value_size(const struct otel_thread_ctx_process_attr *a)
 {
 	switch (a->type) {
-	case OTEL_PROCESS_CTX_STRING:
+	case OTEL_THREAD_CTX_PROCESS_STRING:
 		return otel__pb_len_field_size(ANY_VALUE_STRING, string_length(a));
-	case OTEL_PROCESS_CTX_BOOL:
+	case OTEL_THREAD_CTX_PROCESS_BOOL:
 		return otel__pb_tag_size(ANY_VALUE_BOOL) + 1;
-	case OTEL_PROCESS_CTX_INT:
+	case OTEL_THREAD_CTX_PROCESS_INT:
 		return otel__pb_tag_size(ANY_VALUE_INT) +
 		       otel__pb_varint_size((uint64_t)a->int_value);
 	default: /* DOUBLE */
@@ -116,17 +105,17 @@ static size_t any_value_size(const struct otel_process_ctx_attr *a)
 	}
 }
 
-static void put_any_value(struct otel__pb_writer *w, const struct otel_process_ctx_attr *a)
+static void put_any_value(struct otel__pb_writer *w, const struct otel_thread_ctx_process_attr *a)
 {
 	switch (a->type) {
-	case OTEL_PROCESS_CTX_STRING:
+	case OTEL_THREAD_CTX_PROCESS_STRING:
 		/* Set in a oneof: written even when empty. */
 		otel__pb_put_len_field(w, ANY_VALUE_STRING, a->string, string_length(a));
 		break;
-	case OTEL_PROCESS_CTX_BOOL:
+	case OTEL_THREAD_CTX_PROCESS_BOOL:
 		otel__pb_put_varint_field(w, ANY_VALUE_BOOL, a->bool_value != 0);
 		break;
-	case OTEL_PROCESS_CTX_INT:
+	case OTEL_THREAD_CTX_PROCESS_INT:
 		otel__pb_put_varint_field(w, ANY_VALUE_INT, (uint64_t)a->int_value);
 		break;
 	default: {
@@ -146,7 +135,7 @@ static size_t key_value_size(size_t key_len, size_t value_size)
 }
 
 /* The Resource message: one KeyValue per attribute. */
-static void put_resource(struct otel__pb_writer *w, const struct otel_process_ctx_attr *attrs,
+static void put_resource(struct otel__pb_writer *w, const struct otel_thread_ctx_process_attr *attrs,
 			 size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -177,10 +166,10 @@ static void put_key_map(struct otel__pb_writer *w, unsigned int keys)
 {
 	size_t array = key_map_array_size(keys);
 	size_t value = otel__pb_len_field_size(ANY_VALUE_ARRAY, array);
-	size_t key_len = sizeof(OTEL_PROCESS_CTX_ATTRIBUTE_KEY_MAP_KEY) - 1;
+	size_t key_len = sizeof(OTEL_THREAD_CTX_PROCESS_ATTRIBUTE_KEY_MAP_KEY) - 1;
 
 	otel__pb_put_len_header(w, PROCESS_CONTEXT_ATTRIBUTES, key_value_size(key_len, value));
-	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_PROCESS_CTX_ATTRIBUTE_KEY_MAP_KEY, key_len);
+	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_THREAD_CTX_PROCESS_ATTRIBUTE_KEY_MAP_KEY, key_len);
 	otel__pb_put_len_header(w, KEY_VALUE_VALUE, value);
 	otel__pb_put_len_header(w, ANY_VALUE_ARRAY, array);
 	for (unsigned int i = 0; i < keys; i++) {
@@ -195,14 +184,14 @@ static void put_key_map(struct otel__pb_writer *w, unsigned int keys)
 
 static void put_schema_version(struct otel__pb_writer *w)
 {
-	size_t key_len = sizeof(OTEL_PROCESS_CTX_SCHEMA_VERSION_KEY) - 1;
-	size_t str_len = sizeof(OTEL_PROCESS_CTX_SCHEMA_VERSION) - 1;
+	size_t key_len = sizeof(OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_KEY) - 1;
+	size_t str_len = sizeof(OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION) - 1;
 	size_t value = otel__pb_len_field_size(ANY_VALUE_STRING, str_len);
 
 	otel__pb_put_len_header(w, PROCESS_CONTEXT_ATTRIBUTES, key_value_size(key_len, value));
-	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_PROCESS_CTX_SCHEMA_VERSION_KEY, key_len);
+	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_KEY, key_len);
 	otel__pb_put_len_header(w, KEY_VALUE_VALUE, value);
-	otel__pb_put_len_field(w, ANY_VALUE_STRING, OTEL_PROCESS_CTX_SCHEMA_VERSION, str_len);
+	otel__pb_put_len_field(w, ANY_VALUE_STRING, OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION, str_len);
 }
 
 /* The whole ProcessContext. */
@@ -224,7 +213,7 @@ static int build_payload(const uint8_t *resource, size_t resource_size, unsigned
 
 	put_process_context(&w, resource, resource_size, keys);
 	size = w.len;
-	if (size > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+	if (size > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 		return OTEL_THREAD_CTX_E2BIG;
 	buf = malloc(size);
 	if (buf == NULL)
@@ -258,7 +247,7 @@ static int key_ref_cmp(const void *a, const void *b)
 }
 
 /* Duplicate keys in attrs (already checked one by one)?  EATTR, ENOMEM. */
-static int check_unique(const struct otel_process_ctx_attr *attrs, size_t n)
+static int check_unique(const struct otel_thread_ctx_process_attr *attrs, size_t n)
 {
 	struct key_ref *refs;
 	int err = OTEL_THREAD_CTX_OK;
@@ -283,7 +272,7 @@ static int check_unique(const struct otel_process_ctx_attr *attrs, size_t n)
 
 /* Checks the caller's attributes and encodes the Resource message.
  * *out is NULL for an empty resource. */
-static int encode_resource(const struct otel_process_ctx_attr *attrs, size_t n, uint8_t **out,
+static int encode_resource(const struct otel_thread_ctx_process_attr *attrs, size_t n, uint8_t **out,
 			   size_t *out_len)
 {
 	struct otel__pb_writer w = otel__pb_measure();
@@ -294,32 +283,32 @@ static int encode_resource(const struct otel_process_ctx_attr *attrs, size_t n, 
 	if (attrs == NULL && n != 0)
 		return OTEL_THREAD_CTX_ENULL;
 	for (size_t i = 0; i < n; i++) {
-		const struct otel_process_ctx_attr *a = &attrs[i];
+		const struct otel_thread_ctx_process_attr *a = &attrs[i];
 		size_t key_len;
 
 		if (a->key == NULL)
 			return OTEL_THREAD_CTX_ENULL;
-		key_len = strnlen(a->key, OTEL_PROCESS_CTX_PAYLOAD_MAX + 1);
+		key_len = strnlen(a->key, OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX + 1);
 		if (key_len == 0 || !otel__utf8_valid(a->key, key_len))
 			return OTEL_THREAD_CTX_EATTR;
 		switch (a->type) {
-		case OTEL_PROCESS_CTX_STRING: {
+		case OTEL_THREAD_CTX_PROCESS_STRING: {
 			size_t len;
 
 			if (a->string == NULL)
 				return OTEL_THREAD_CTX_ENULL;
 			len = a->length != 0 ? a->length :
-					       strnlen(a->string, OTEL_PROCESS_CTX_PAYLOAD_MAX + 1);
-			if (len > OTEL_PROCESS_CTX_PAYLOAD_MAX || key_len > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+					       strnlen(a->string, OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX + 1);
+			if (len > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX || key_len > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 				return OTEL_THREAD_CTX_E2BIG;
 			if (!otel__utf8_valid(a->string, len))
 				return OTEL_THREAD_CTX_EUTF8;
 			break;
 		}
-		case OTEL_PROCESS_CTX_BOOL:
-		case OTEL_PROCESS_CTX_INT:
-		case OTEL_PROCESS_CTX_DOUBLE:
-			if (key_len > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+		case OTEL_THREAD_CTX_PROCESS_BOOL:
+		case OTEL_THREAD_CTX_PROCESS_INT:
+		case OTEL_THREAD_CTX_PROCESS_DOUBLE:
+			if (key_len > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 				return OTEL_THREAD_CTX_E2BIG;
 			break;
 		default:
@@ -328,7 +317,7 @@ static int encode_resource(const struct otel_process_ctx_attr *attrs, size_t n, 
 		/* Every piece is bounded, so this cannot wrap. */
 		total += otel__pb_len_field_size(RESOURCE_ATTRIBUTES,
 						 key_value_size(key_len, any_value_size(a)));
-		if (total > OTEL_PROCESS_CTX_PAYLOAD_MAX)
+		if (total > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 			return OTEL_THREAD_CTX_E2BIG;
 	}
 	err = check_unique(attrs, n);
@@ -380,7 +369,7 @@ static size_t page_size(void)
 static bool name_mapping(void *at, size_t size)
 {
 	return prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)at, (unsigned long)size,
-		     (unsigned long)OTEL_PROCESS_CTX_MAPPING_NAME) == 0;
+		     (unsigned long)OTEL_THREAD_CTX_PROCESS_MAPPING_NAME) == 0;
 }
 
 /* A one-page mapping: a sealed memfd, else anonymous memory.  Both are
@@ -391,10 +380,10 @@ static int create_mapping(void **out, size_t *out_size, bool *memfd)
 	void *p = MAP_FAILED;
 	int fd, saved;
 
-	fd = memfd_create(OTEL_PROCESS_CTX_MAPPING_NAME,
+	fd = memfd_create(OTEL_THREAD_CTX_PROCESS_MAPPING_NAME,
 			  MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
 	if (fd < 0) /* Kernels before 6.3 reject MFD_NOEXEC_SEAL. */
-		fd = memfd_create(OTEL_PROCESS_CTX_MAPPING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		fd = memfd_create(OTEL_THREAD_CTX_PROCESS_MAPPING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd >= 0) {
 		if (ftruncate(fd, (off_t)size) == 0) {
 			/* The size is final; nobody can shrink it under us. */
@@ -429,7 +418,7 @@ static int create_mapping(void **out, size_t *out_size, bool *memfd)
  */
 static int map_and_publish(const uint8_t *buf, uint32_t len)
 {
-	struct otel_process_ctx_header *h;
+	struct otel_thread_ctx_process_header *h;
 	size_t size;
 	bool memfd;
 	void *p;
@@ -438,8 +427,8 @@ static int map_and_publish(const uint8_t *buf, uint32_t len)
 	if (err)
 		return err;
 	h = p;
-	memcpy(h->signature, OTEL_PROCESS_CTX_SIGNATURE, sizeof(h->signature));
-	h->version = OTEL_PROCESS_CTX_VERSION;
+	memcpy(h->signature, OTEL_THREAD_CTX_PROCESS_SIGNATURE, sizeof(h->signature));
+	h->version = OTEL_THREAD_CTX_PROCESS_VERSION;
 	__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -480,7 +469,7 @@ static void free_buffers(void)
  * timestamp.  Takes ownership of buf.  Lock held, header published. */
 static void switch_payload(uint8_t *buf, uint32_t len)
 {
-	struct otel_process_ctx_header *h = header;
+	struct otel_thread_ctx_process_header *h = header;
 	uint64_t published_at = next_published_at();
 
 	__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);
@@ -498,7 +487,9 @@ static void switch_payload(uint8_t *buf, uint32_t len)
 	(void)name_mapping(h, mapping_size);
 }
 
-int otel__pctx_keys_changed(unsigned int keys)
+/* The registry's hook while the context is published: a new key is
+ * published with the others before it becomes visible (keys.h). */
+static int keys_changed(unsigned int keys)
 {
 	uint8_t *buf;
 	uint32_t len;
@@ -518,12 +509,12 @@ int otel__pctx_keys_changed(unsigned int keys)
 
 static void before_fork(void)
 {
-	otel__pctx_lock();
+	otel__keys_lock();
 }
 
 static void after_fork_parent(void)
 {
-	otel__pctx_unlock();
+	otel__keys_unlock();
 }
 
 /*
@@ -545,14 +536,14 @@ static void after_fork_child(void)
 		 * have mapped something else into the hole.
 		 */
 		if (mapping_size == page_size() && mincore(header, mapping_size, resident) == 0 &&
-		    memcmp(header->signature, OTEL_PROCESS_CTX_SIGNATURE, 8) == 0 &&
+		    memcmp(header->signature, OTEL_THREAD_CTX_PROCESS_SIGNATURE, 8) == 0 &&
 		    header->payload == (uint64_t)(uintptr_t)payload)
 			munmap(header, mapping_size);
 		header = NULL;
 		if (map_and_publish(payload, payload_len) != OTEL_THREAD_CTX_OK)
 			mapping_size = 0; /* buffers kept for the next publish to free */
 	}
-	otel__pctx_unlock();
+	otel__keys_unlock();
 }
 
 static void install_fork_handlers(void)
@@ -567,7 +558,7 @@ __attribute__((constructor)) static void on_load(void)
 
 /* --- API -------------------------------------------------------------------- */
 
-OTEL_EXPORT int otel_process_ctx_publish(const struct otel_process_ctx_attr *resource,
+OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource,
 					 size_t count)
 {
 	uint8_t *res, *buf;
@@ -582,7 +573,7 @@ OTEL_EXPORT int otel_process_ctx_publish(const struct otel_process_ctx_attr *res
 		free(res);
 		return OTEL_THREAD_CTX_ENOMEM;
 	}
-	otel__pctx_lock();
+	otel__keys_lock();
 	forget_if_forked();
 	if (header != NULL) {
 		err = OTEL_THREAD_CTX_EPUBLISHED;
@@ -605,15 +596,16 @@ OTEL_EXPORT int otel_process_ctx_publish(const struct otel_process_ctx_attr *res
 	payload_prev = NULL;
 	resource_pb = res;
 	resource_len = res_len;
-	otel__pctx_unlock();
+	otel__keys_on_change(keys_changed);
+	otel__keys_unlock();
 	return OTEL_THREAD_CTX_OK;
 fail:
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	free(res);
 	return err;
 }
 
-OTEL_EXPORT int otel_process_ctx_update(const struct otel_process_ctx_attr *resource,
+OTEL_EXPORT int otel_thread_ctx_process_update(const struct otel_thread_ctx_process_attr *resource,
 					size_t count)
 {
 	uint8_t *res, *buf;
@@ -623,7 +615,7 @@ OTEL_EXPORT int otel_process_ctx_update(const struct otel_process_ctx_attr *reso
 
 	if (err)
 		return err;
-	otel__pctx_lock();
+	otel__keys_lock();
 	forget_if_forked();
 	if (header == NULL) {
 		err = OTEL_THREAD_CTX_ENOTPUBLISHED;
@@ -636,17 +628,17 @@ OTEL_EXPORT int otel_process_ctx_update(const struct otel_process_ctx_attr *reso
 	free(resource_pb);
 	resource_pb = res;
 	resource_len = res_len;
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	return OTEL_THREAD_CTX_OK;
 fail:
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	free(res);
 	return err;
 }
 
-OTEL_EXPORT int otel_process_ctx_unpublish(void)
+OTEL_EXPORT int otel_thread_ctx_process_unpublish(void)
 {
-	otel__pctx_lock();
+	otel__keys_lock();
 	forget_if_forked();
 	if (header != NULL) {
 		__atomic_store_n(&header->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);
@@ -656,16 +648,16 @@ OTEL_EXPORT int otel_process_ctx_unpublish(void)
 		mapping_size = 0;
 	}
 	free_buffers();
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT int otel_process_ctx_query(struct otel_process_ctx_info *info)
+OTEL_EXPORT int otel_thread_ctx_process_query(struct otel_thread_ctx_process_info *info)
 {
 	if (info == NULL)
 		return OTEL_THREAD_CTX_ENULL;
 	memset(info, 0, sizeof(*info));
-	otel__pctx_lock();
+	otel__keys_lock();
 	forget_if_forked();
 	if (header != NULL) {
 		info->published = 1;
@@ -677,17 +669,20 @@ OTEL_EXPORT int otel_process_ctx_query(struct otel_process_ctx_info *info)
 		info->payload_size = payload_len;
 		info->payload = payload;
 	}
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	return OTEL_THREAD_CTX_OK;
 }
 
-int otel__pctx_copy_own(uint64_t mapping, struct otel_process_ctx_header *out, void **copy)
+OTEL_EXPORT int otel_thread_ctx_process_copy(struct otel_thread_ctx_process_header *out,
+					      void **copy)
 {
-	int err = OTEL_THREAD_CTX_ENOENT;
+	int err = OTEL_THREAD_CTX_ENOTPUBLISHED;
 
-	otel__pctx_lock();
+	if (out == NULL || copy == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	otel__keys_lock();
 	forget_if_forked();
-	if (header != NULL && (uint64_t)(uintptr_t)header == mapping) {
+	if (header != NULL) {
 		void *p = malloc(payload_len);
 
 		err = OTEL_THREAD_CTX_ENOMEM;
@@ -698,6 +693,6 @@ int otel__pctx_copy_own(uint64_t mapping, struct otel_process_ctx_header *out, v
 			err = OTEL_THREAD_CTX_OK;
 		}
 	}
-	otel__pctx_unlock();
+	otel__keys_unlock();
 	return err;
 }

@@ -3,7 +3,9 @@
  * The protobuf wire format, as far as the process context needs it: an
  * encoder that writes fields into a caller's buffer (or only measures them),
  * and a decoder that walks the fields of a message without trusting a byte.
- * Schema-free: process_ctx.c and process_ctx_read.c know the messages.
+ * Schema-free: process_ctx.c (the publisher, with pb_write.c) and
+ * inspect/process_read.c (the reader, with inspect/pb_read.c) know the
+ * messages.
  * Internal to the library.
  */
 #ifndef OTEL_PROTOBUF_H

@@ -21,17 +21,21 @@
  * file find (mold writes one); then the file is read too.
  *
  * Every address taken from a dynamic section is checked to lie inside one
- * of the module's readable PT_LOAD segments before it is read.
+ * of the module's readable PT_LOAD segments before it is read.  The file is
+ * read by the few lines below (section headers, one symbol table), not by
+ * the ELF reader of the tools, which a tracer does not need.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <link.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "elf_reader.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -77,6 +81,30 @@ struct scan {
 	void *main_tls_data;
 	size_t main_tls_size;
 };
+
+/* The hash functions of the two ELF symbol hash tables. */
+static uint32_t gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+static uint32_t sysv_hash(const char *name)
+{
+	uint32_t h = 0, g;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
+		h = (h << 4) + *p;
+		g = h & 0xf0000000u;
+		if (g != 0)
+			h ^= g >> 24;
+		h &= ~g;
+	}
+	return h;
+}
 
 /* The ABI's TLS lookup (glibc, musl): the address of {module, offset} in the
  * calling thread, allocating a dynamic TLS block the thread has not touched.
@@ -184,7 +212,7 @@ static const ElfW(Sym) *find_exported(const struct module *m)
 
 	if (dyn_value(m, DT_GNU_HASH, &hash)) {
 		const uint32_t *hdr = (const uint32_t *)dyn_addr(m->info, hash, 16);
-		uint32_t nbuckets, symoffset, bloom_size, h = otel__elf_gnu_hash(SLOT_NAME), i;
+		uint32_t nbuckets, symoffset, bloom_size, h = gnu_hash(SLOT_NAME), i;
 		const uint32_t *buckets, *chain;
 
 		if (hdr == NULL)
@@ -227,7 +255,7 @@ static const ElfW(Sym) *find_exported(const struct module *m)
 		chain = bucket + nbucket;
 		if (!readable(m->info, (uintptr_t)bucket, ((size_t)nbucket + nchain) * 4))
 			return NULL;
-		i = bucket[otel__elf_sysv_hash(SLOT_NAME) % nbucket];
+		i = bucket[sysv_hash(SLOT_NAME) % nbucket];
 		for (uint32_t n = 0; i != 0 && i < nchain && n < nchain; n++) {
 			const ElfW(Sym) *s = slot_at(m, &v, i);
 
@@ -289,21 +317,75 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* pread() of exactly n bytes at off. */
+static bool read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+
+		if (r <= 0)
+			return false;
+		done += (size_t)r;
+	}
+	return true;
+}
+
+/* st_value of a defined TLS SLOT_NAME in the .dynsym section of the ELF
+ * file open at fd, by a linear walk (a static executable's .dynsym is
+ * small); false when there is none or the file is not what it should be. */
+static bool file_dynsym_slot(int fd, uint64_t *value)
+{
+	static const char name[] = SLOT_NAME;
+	ElfW(Ehdr) eh;
+	ElfW(Shdr) sym, str;
+	char buf[sizeof(name)];
+
+	if (!read_at(fd, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_shentsize != sizeof(ElfW(Shdr)))
+		return false;
+	for (unsigned int i = 0; i < eh.e_shnum; i++) {
+		if (!read_at(fd, &sym, sizeof(sym), eh.e_shoff + (uint64_t)i * sizeof(sym)))
+			return false;
+		if (sym.sh_type != SHT_DYNSYM || sym.sh_entsize != sizeof(ElfW(Sym)) ||
+		    sym.sh_link >= eh.e_shnum ||
+		    !read_at(fd, &str, sizeof(str), eh.e_shoff + (uint64_t)sym.sh_link * sizeof(str)))
+			continue;
+		for (uint64_t k = 1; k < sym.sh_size / sizeof(ElfW(Sym)) && k < CHAIN_MAX; k++) {
+			ElfW(Sym) s;
+
+			if (!read_at(fd, &s, sizeof(s), sym.sh_offset + k * sizeof(s)))
+				return false;
+			if (s.st_name >= str.sh_size || str.sh_size - s.st_name < sizeof(name) ||
+			    !read_at(fd, buf, sizeof(buf), str.sh_offset + s.st_name) ||
+			    memcmp(buf, name, sizeof(name)) != 0)
+				continue;
+			if (s.st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s.st_info) != STT_TLS)
+				continue;
+			*value = s.st_value;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The main program has no dynamic section: look for a .dynsym section in
  * its file, as readers of the file do. */
 static void check_main_file(struct scan *sc)
 {
-	struct otel__elf *elf = NULL;
-	struct otel__elf_sym sym;
+	uint64_t value;
+	int fd;
 
-	if (sc->main_tls_data == NULL ||
-	    otel__elf_open_path(&elf, "/proc/self/exe", 0, NULL) != OTEL__ELF_OK)
+	if (sc->main_tls_data == NULL)
 		return;
-	if (otel__elf_sym_find(elf, OTEL__ELF_DYNSYM, SLOT_NAME, &sym) == OTEL__ELF_OK &&
-	    sym.shndx != OTEL__SHN_UNDEF && sym.type == OTEL__STT_TLS && sym.value <= sc->main_tls_size &&
-	    sc->main_tls_size - sym.value >= sizeof(void *))
-		add_exporter(sc, "", true, sc->main_tls_data, 1, sym.value);
-	otel__elf_close(elf);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (file_dynsym_slot(fd, &value) && value <= sc->main_tls_size &&
+	    sc->main_tls_size - value >= sizeof(void *))
+		add_exporter(sc, "", true, sc->main_tls_data, 1, value);
+	close(fd);
 }
 
 static const char *module_text(const char *name, bool is_main)

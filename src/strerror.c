@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The text of every error code. */
+/* The text of every error code of otel_thread_ctx.h. */
+#include <errno.h>
+
 #include "internal.h"
+
+/* The codes named after an errno are its negation (otel_thread_ctx.h). */
+_Static_assert(OTEL_THREAD_CTX_E2BIG == -E2BIG, "E2BIG");
+_Static_assert(OTEL_THREAD_CTX_ENOMEM == -ENOMEM, "ENOMEM");
+_Static_assert(OTEL_THREAD_CTX_EBUSY == -EBUSY, "EBUSY");
+_Static_assert(OTEL_THREAD_CTX_ENOSPC == -ENOSPC, "ENOSPC");
 
 OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 {
@@ -39,40 +47,22 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "attribute key name is empty, longer than 255 bytes, or not valid UTF-8";
 	case OTEL_THREAD_CTX_EKEYS:
 		return "all 256 attribute key indices are taken";
-	case OTEL_THREAD_CTX_ENOKEY:
+	case OTEL_THREAD_CTX_EUNKNOWNKEY:
 		return "no attribute key of that name is registered";
 	case OTEL_THREAD_CTX_EPUBLISHED:
 		return "the process context is already published";
 	case OTEL_THREAD_CTX_ENOTPUBLISHED:
 		return "the process context is not published";
 	case OTEL_THREAD_CTX_E2BIG:
-		return "the process context payload would exceed 256 KiB";
+		return "the process context payload would exceed 64 KiB";
 	case OTEL_THREAD_CTX_EATTR:
 		return "invalid resource attribute (empty, duplicate or non-UTF-8 key, or unsupported type)";
 	case OTEL_THREAD_CTX_EMAP:
 		return "no discoverable mapping: memfd_create() fails and anonymous mappings cannot be named";
-	case OTEL_THREAD_CTX_ESRCH:
-		return "no such process";
-	case OTEL_THREAD_CTX_EPERM:
-		return "not permitted to read the process (ptrace access check), or process_vm_readv() unavailable";
-	case OTEL_THREAD_CTX_ENOENT:
-		return "the process publishes no process context";
-	case OTEL_THREAD_CTX_EFORMAT:
-		return "the OTEL_CTX mapping has an invalid header";
-	case OTEL_THREAD_CTX_EAGAIN:
-		return "the process context changed during every read attempt";
-	case OTEL_THREAD_CTX_EFAULT:
-		return "the process context payload cannot be read";
-	case OTEL_THREAD_CTX_EDECODE:
-		return "the process context payload is not a valid ProcessContext message";
 	case OTEL_THREAD_CTX_ESYS:
 		return "a system call failed (see errno)";
 	case OTEL_THREAD_CTX_EDUPKEY:
 		return "the same attribute key is given twice";
-	case OTEL_THREAD_CTX_ENOSLOT:
-		return "no loaded module of the process defines otel_thread_ctx_v1";
-	case OTEL_THREAD_CTX_EMODEL:
-		return "the slot is reached through a TLS access model the inspector does not support";
 	case OTEL_THREAD_CTX_EOPTIONS:
 		return "invalid context options (size, unknown flag, or attribute capacity above 612 bytes)";
 	}

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Write the golden TLSDESC access windows, tests/golden/tlsdesc-ARCH.txt.
+"""Write the golden TLSDESC access windows, tests/tlsdesc/golden/tlsdesc-ARCH.txt.
 
 Compiles a one-function C file that takes the address of an extern __thread
 otel_thread_ctx_v1 with the pinned compiler, clang 19 (Debian 12's clang-19,
 19.1.7), finds the access in the unlinked object by its relocations, and
 writes its window (bytes, instructions, relocations, SHA-256) with the
-compiler's --version line and the command.  tests/check-tlsdesc.py compares
+compiler's --version line and the command.  tests/tlsdesc/check-tlsdesc.py compares
 the library's objects with these files.
 
 Run it rarely, only when the canonical sequence is changed on purpose: the
@@ -22,7 +22,7 @@ usage: tools/gen-tlsdesc-golden.py [--arch x86_64|aarch64]... [--clang CLANG]
   --force       accept a clang other than major version 19
   --check       write nothing; exit 1 if a checked-in file differs from what
                 the compiler emits now (the compiler line aside)
-  --output-dir  where to write (default: tests/golden of this source tree)
+  --output-dir  where to write (default: tests/tlsdesc/golden of this source tree)
 
 Exit status: 0 written (or unchanged), 1 differs (--check), 2 refused or
 failed; nothing is written unless every architecture succeeds.
@@ -36,7 +36,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tlsdesc"))
 import tlsdesc_golden as tg  # noqa: E402
 
 PINNED_MAJOR = 19
@@ -147,7 +147,7 @@ def main():
     ap.add_argument("--clang", default="clang-19")
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("--output-dir", default=os.path.join(ROOT, "tests", "golden"))
+    ap.add_argument("--output-dir", default=os.path.join(ROOT, "tests", "tlsdesc", "golden"))
     args = ap.parse_args()
     arches = [tg.ARCHES[a] for a in (args.arch or ["x86_64", "aarch64"])]
     try:

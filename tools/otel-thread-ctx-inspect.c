@@ -108,11 +108,11 @@ static int open_failed(pid_t pid, int rc)
 		return EXIT_NO_SLOT;
 	case OTEL_THREAD_CTX_EMODEL:
 		fprintf(stderr, "otel-thread-ctx-inspect: process %d: %s\n", (int)pid,
-			otel_thread_ctx_strerror(rc));
+			otel_thread_ctx_inspect_strerror(rc));
 		return EXIT_MODEL;
 	}
 	fprintf(stderr, "otel-thread-ctx-inspect: process %d: %s\n", (int)pid,
-		otel_thread_ctx_strerror(rc));
+		otel_thread_ctx_inspect_strerror(rc));
 	return EXIT_FAILED;
 }
 
@@ -174,7 +174,7 @@ static void print_table(const otel_thread_ctx_inspector *insp,
 	if (info->process_ctx != NULL)
 		printf(", process context with %zu attribute keys", info->process_ctx->key_count);
 	else
-		printf(", no process context (%s)", otel_thread_ctx_strerror(info->process_ctx_status));
+		printf(", no process context (%s)", otel_thread_ctx_inspect_strerror(info->process_ctx_status));
 	printf("\n");
 	for (size_t i = 0; i < info->module_count; i++) {
 		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];

@@ -83,9 +83,9 @@ fn pkg_config() -> (Vec<PathBuf>, Vec<String>) {
     (dirs, libs)
 }
 
-/// Writes OUT_DIR/readme_rust.md, the README's example under "### Rust" as
-/// a doctest (src/lib.rs includes it).  OTEL_THREAD_CTX_README names the
-/// README (Meson sets it; then it must hold the example); by default the
+/// Writes OUT_DIR/readme_rust.md, the example of doc/bindings.md under "### Rust" as
+/// a doctest (src/lib.rs includes it).  OTEL_THREAD_CTX_README names that
+/// file (Meson sets it; then it must hold the example); by default the
 /// repository's, which a copy of the crate alone does not have: then there
 /// is no such doctest.
 fn readme_example() {
@@ -94,7 +94,7 @@ fn readme_example() {
         Some(p) => (PathBuf::from(p), true),
         None => {
             let dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-            (dir.join("../../README.md"), false)
+            (dir.join("../../doc/bindings.md"), false)
         }
     };
     println!("cargo:rerun-if-changed={}", path.display());

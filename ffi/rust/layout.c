@@ -42,7 +42,6 @@ int main(void)
 	FIELD(struct otel_thread_ctx_self_check, "self_check", exporting_modules);
 	FIELD(struct otel_thread_ctx_self_check, "self_check", reason);
 
-	printf("error.EMODEL %d\n", OTEL_THREAD_CTX_EMODEL);
 	printf("error.EOPTIONS %d\n", OTEL_THREAD_CTX_EOPTIONS);
 	SIZE(struct otel_thread_ctx_options, "options");
 	printf("options.size_field %zu\n", offsetof(struct otel_thread_ctx_options, size));

@@ -13,8 +13,8 @@ int main(void)
 	memset(&m, 0, sizeof(m));
 	/* The error codes the header documents exist, and name themselves. */
 	return otel_thread_ctx_inspect_info(NULL) == NULL && t.status == 0 && m.model == 0 &&
-			       strcmp(otel_thread_ctx_strerror(OTEL_THREAD_CTX_ENOSLOT),
-				      otel_thread_ctx_strerror(OTEL_THREAD_CTX_EMODEL)) != 0 ?
+			       strcmp(otel_thread_ctx_inspect_strerror(OTEL_THREAD_CTX_ENOSLOT),
+				      otel_thread_ctx_inspect_strerror(OTEL_THREAD_CTX_EMODEL)) != 0 ?
 		       0 :
 		       1;
 }

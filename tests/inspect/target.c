@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "expected.h"
-#include "otel_process_ctx.h"
+#include "otel_thread_ctx_process.h"
 #include "otel_thread_ctx.h"
 
 struct api {
@@ -46,7 +46,7 @@ struct api {
 			  const struct otel_thread_ctx_attr *, size_t);
 	int (*update_attach)(otel_thread_ctx *, otel_thread_ctx **);
 	int (*key_register)(const char *, unsigned int *);
-	int (*publish)(const struct otel_process_ctx_attr *, size_t);
+	int (*publish)(const struct otel_thread_ctx_process_attr *, size_t);
 };
 
 static struct api api;
@@ -247,7 +247,7 @@ static void setup_api(const char *lib)
 		api.update_all = otel_thread_ctx_update_all;
 		api.update_attach = otel_thread_ctx_update_attach;
 		api.key_register = otel_thread_ctx_key_register;
-		api.publish = otel_process_ctx_publish;
+		api.publish = otel_thread_ctx_process_publish;
 		return;
 	}
 #endif
@@ -255,7 +255,7 @@ static void setup_api(const char *lib)
 	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
 	*(void **)&api.update_attach = sym("otel_thread_ctx_update_attach");
 	*(void **)&api.key_register = sym("otel_thread_ctx_key_register");
-	*(void **)&api.publish = sym("otel_process_ctx_publish");
+	*(void **)&api.publish = sym("otel_thread_ctx_process_publish");
 }
 
 int main(int argc, char **argv)

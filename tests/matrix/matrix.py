@@ -131,7 +131,7 @@ class Matrix:
             shutil.rmtree(self.work)
         os.makedirs(self.work)
         if self.arch == "aarch64" and not self.run_wrapper:
-            # See tools/cross/aarch64-linux-gnu-gcc.ini: with the multiarch
+            # See tools/configs/aarch64-gcc.ini: with the multiarch
             # libc6:arm64 installed, qemu must use -L /; without it, the
             # cross toolchain's own runtime is consistent.
             prefix = "/" if os.path.exists("/lib/ld-linux-aarch64.so.1") else "/usr/aarch64-linux-gnu"

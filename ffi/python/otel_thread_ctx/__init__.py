@@ -52,42 +52,35 @@ _UINT_MAX = 0xFFFFFFFF
 
 
 class Error(enum.IntEnum):
-    """enum otel_thread_ctx_error."""
+    """enum otel_thread_ctx_error (otel_thread_ctx.h).  Codes named after an
+    errno equal its negation."""
 
     OK = 0
-    ENULL = -1
-    EIDS = -2
-    EKEY = -3
-    EVALUE = -4
-    EUTF8 = -5
-    ENOSPC = -6
-    EBUSY = -7
-    EPENDING = -8
-    ENOMEM = -9
-    ETHREAD = -10
-    ENOCTX = -11
-    EINVALID = -12
-    ETRUNCATED = -13
-    ESLOT = -14
-    ENAME = -15
-    EKEYS = -16
-    ENOKEY = -17
-    EPUBLISHED = -18
-    ENOTPUBLISHED = -19
-    E2BIG = -20
-    EATTR = -21
-    EMAP = -22
-    ESRCH = -23
-    EPERM = -24
-    ENOENT = -25
-    EFORMAT = -26
-    EAGAIN = -27
-    EFAULT = -28
-    EDECODE = -29
-    ESYS = -30
-    EDUPKEY = -31
-    ENOSLOT = -32
-    EMODEL = -33
+    E2BIG = -7
+    ENOMEM = -12
+    EBUSY = -16
+    ENOSPC = -28
+    ENULL = -4001
+    EIDS = -4002
+    EKEY = -4003
+    EVALUE = -4004
+    EUTF8 = -4005
+    EPENDING = -4006
+    ETHREAD = -4007
+    ENOCTX = -4008
+    EINVALID = -4009
+    ETRUNCATED = -4010
+    ESLOT = -4011
+    ENAME = -4012
+    EKEYS = -4013
+    EUNKNOWNKEY = -4014
+    EPUBLISHED = -4015
+    ENOTPUBLISHED = -4016
+    EATTR = -4017
+    EMAP = -4018
+    ESYS = -4019
+    EDUPKEY = -4020
+    EOPTIONS = -4021
 
 
 def strerror(code):
@@ -215,7 +208,7 @@ def key_register(name):
 
 
 def key_find(name):
-    """The index of a registered key; ThreadCtxError ENOKEY if there is none."""
+    """The index of a registered key; ThreadCtxError EUNKNOWNKEY if there is none."""
     index = ctypes.c_uint()
     _check(_c.otel_thread_ctx_key_find(_name_bytes(name), ctypes.byref(index)),
            "key_find")

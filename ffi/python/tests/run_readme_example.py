@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Runs the Python example of README.md exactly as printed.
+"""Runs the Python example of doc/bindings.md exactly as printed.
 
-In README.md, under "## Bindings: Python and Rust", the subsection
+In doc/bindings.md, under "## Bindings: Python and Rust", the subsection
 "### Python" holds a ```python block (the example) and, after it, a plain
 ``` block (what it prints).  This writes the example to a file unchanged,
 runs it with this interpreter (the environment as meson test sets it:
 OTEL_THREAD_CTX_LIBRARY, PYTHONPATH), and fails unless it exits 0 and prints
 exactly the second block.  A README without them fails too.
 
-usage: run_readme_example.py README.md
+usage: run_readme_example.py doc/bindings.md
 """
 import os
 import subprocess
@@ -51,7 +51,7 @@ def fence(lines, opening, start):
 
 def main():
     if len(sys.argv) != 2:
-        fail("usage: run_readme_example.py README.md")
+        fail("usage: run_readme_example.py doc/bindings.md")
     with open(sys.argv[1], encoding="utf-8") as f:
         lines = f.read().split("\n")
     python = section(section(lines, "## Bindings: Python and Rust"), "### Python")

@@ -98,7 +98,7 @@ error_consts!(
     ESLOT = sys::OTEL_THREAD_CTX_ESLOT,
     ENAME = sys::OTEL_THREAD_CTX_ENAME,
     EKEYS = sys::OTEL_THREAD_CTX_EKEYS,
-    ENOKEY = sys::OTEL_THREAD_CTX_ENOKEY,
+    EUNKNOWNKEY = sys::OTEL_THREAD_CTX_EUNKNOWNKEY,
     EDUPKEY = sys::OTEL_THREAD_CTX_EDUPKEY,
     EOPTIONS = sys::OTEL_THREAD_CTX_EOPTIONS,
 );
@@ -600,7 +600,7 @@ pub fn register_key(name: &str) -> Result<u32> {
 }
 
 /// `otel_thread_ctx_key_find()`: the index of a registered key.  Errors:
-/// ENOKEY.
+/// EUNKNOWNKEY.
 pub fn find_key(name: &str) -> Result<u32> {
     let name = key_cstring(name)?;
     let mut index: c_uint = 0;

@@ -38,42 +38,34 @@ pub struct otel_thread_ctx_record {
 // The header's own _Static_asserts, for the Rust declaration.
 const _: () = assert!(std::mem::size_of::<otel_thread_ctx_record>() == OTEL_THREAD_CTX_RECORD_SIZE);
 
-/// `enum otel_thread_ctx_error`.
+/// `enum otel_thread_ctx_error` (otel_thread_ctx.h).  Codes named after an
+/// errno equal its negation.
 pub const OTEL_THREAD_CTX_OK: c_int = 0;
-pub const OTEL_THREAD_CTX_ENULL: c_int = -1;
-pub const OTEL_THREAD_CTX_EIDS: c_int = -2;
-pub const OTEL_THREAD_CTX_EKEY: c_int = -3;
-pub const OTEL_THREAD_CTX_EVALUE: c_int = -4;
-pub const OTEL_THREAD_CTX_EUTF8: c_int = -5;
-pub const OTEL_THREAD_CTX_ENOSPC: c_int = -6;
-pub const OTEL_THREAD_CTX_EBUSY: c_int = -7;
-pub const OTEL_THREAD_CTX_EPENDING: c_int = -8;
-pub const OTEL_THREAD_CTX_ENOMEM: c_int = -9;
-pub const OTEL_THREAD_CTX_ETHREAD: c_int = -10;
-pub const OTEL_THREAD_CTX_ENOCTX: c_int = -11;
-pub const OTEL_THREAD_CTX_EINVALID: c_int = -12;
-pub const OTEL_THREAD_CTX_ETRUNCATED: c_int = -13;
-pub const OTEL_THREAD_CTX_ESLOT: c_int = -14;
-pub const OTEL_THREAD_CTX_ENAME: c_int = -15;
-pub const OTEL_THREAD_CTX_EKEYS: c_int = -16;
-pub const OTEL_THREAD_CTX_ENOKEY: c_int = -17;
-pub const OTEL_THREAD_CTX_EPUBLISHED: c_int = -18;
-pub const OTEL_THREAD_CTX_ENOTPUBLISHED: c_int = -19;
-pub const OTEL_THREAD_CTX_E2BIG: c_int = -20;
-pub const OTEL_THREAD_CTX_EATTR: c_int = -21;
-pub const OTEL_THREAD_CTX_EMAP: c_int = -22;
-pub const OTEL_THREAD_CTX_ESRCH: c_int = -23;
-pub const OTEL_THREAD_CTX_EPERM: c_int = -24;
-pub const OTEL_THREAD_CTX_ENOENT: c_int = -25;
-pub const OTEL_THREAD_CTX_EFORMAT: c_int = -26;
-pub const OTEL_THREAD_CTX_EAGAIN: c_int = -27;
-pub const OTEL_THREAD_CTX_EFAULT: c_int = -28;
-pub const OTEL_THREAD_CTX_EDECODE: c_int = -29;
-pub const OTEL_THREAD_CTX_ESYS: c_int = -30;
-pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -31;
-pub const OTEL_THREAD_CTX_ENOSLOT: c_int = -32;
-pub const OTEL_THREAD_CTX_EMODEL: c_int = -33;
-pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -34;
+pub const OTEL_THREAD_CTX_E2BIG: c_int = -7;
+pub const OTEL_THREAD_CTX_ENOMEM: c_int = -12;
+pub const OTEL_THREAD_CTX_EBUSY: c_int = -16;
+pub const OTEL_THREAD_CTX_ENOSPC: c_int = -28;
+pub const OTEL_THREAD_CTX_ENULL: c_int = -4001;
+pub const OTEL_THREAD_CTX_EIDS: c_int = -4002;
+pub const OTEL_THREAD_CTX_EKEY: c_int = -4003;
+pub const OTEL_THREAD_CTX_EVALUE: c_int = -4004;
+pub const OTEL_THREAD_CTX_EUTF8: c_int = -4005;
+pub const OTEL_THREAD_CTX_EPENDING: c_int = -4006;
+pub const OTEL_THREAD_CTX_ETHREAD: c_int = -4007;
+pub const OTEL_THREAD_CTX_ENOCTX: c_int = -4008;
+pub const OTEL_THREAD_CTX_EINVALID: c_int = -4009;
+pub const OTEL_THREAD_CTX_ETRUNCATED: c_int = -4010;
+pub const OTEL_THREAD_CTX_ESLOT: c_int = -4011;
+pub const OTEL_THREAD_CTX_ENAME: c_int = -4012;
+pub const OTEL_THREAD_CTX_EKEYS: c_int = -4013;
+pub const OTEL_THREAD_CTX_EUNKNOWNKEY: c_int = -4014;
+pub const OTEL_THREAD_CTX_EPUBLISHED: c_int = -4015;
+pub const OTEL_THREAD_CTX_ENOTPUBLISHED: c_int = -4016;
+pub const OTEL_THREAD_CTX_EATTR: c_int = -4017;
+pub const OTEL_THREAD_CTX_EMAP: c_int = -4018;
+pub const OTEL_THREAD_CTX_ESYS: c_int = -4019;
+pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -4020;
+pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -4021;
 
 /// Creation flag: the thread a context is attached to when it exits frees it.
 pub const OTEL_THREAD_CTX_FREE_WITH_THREAD: c_uint = 0x1;

@@ -62,7 +62,6 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("attrs_max", sys::OTEL_THREAD_CTX_ATTRS_MAX);
     put("value_max", sys::OTEL_THREAD_CTX_VALUE_MAX);
     put("record_size", sys::OTEL_THREAD_CTX_RECORD_SIZE);
-    m.insert("error.EMODEL".to_string(), sys::OTEL_THREAD_CTX_EMODEL as i64);
     m.insert("error.EOPTIONS".to_string(), sys::OTEL_THREAD_CTX_EOPTIONS as i64);
     m
 }

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Another process's memory and /proc maps (remote.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "inspect.h"
+#include "remote.h"
+
+int otel__remote_error(int err)
+{
+	switch (err) {
+	case ESRCH:
+	case ENOENT:
+		return OTEL_THREAD_CTX_ESRCH;
+	case EPERM:
+	case EACCES:
+	case ENOSYS:
+		return OTEL_THREAD_CTX_EPERM;
+	case EFAULT:
+	case EIO:
+		return OTEL_THREAD_CTX_EFAULT;
+	case ENOMEM:
+		return OTEL_THREAD_CTX_ENOMEM;
+	}
+	errno = err;
+	return OTEL_THREAD_CTX_ESYS;
+}
+
+int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (got == (ssize_t)len)
+		return 0;
+	return got < 0 ? errno : EFAULT;
+}
+
+static const char *hex(const char *p, uint64_t *out)
+{
+	uint64_t v = 0;
+	int digits = 0;
+
+	for (;; p++, digits++) {
+		unsigned int d;
+
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned int)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			d = (unsigned int)(*p - 'a' + 10);
+		else
+			break;
+		if (digits == 16)
+			return NULL;
+		v = v << 4 | d;
+	}
+	*out = v;
+	return digits > 0 ? p : NULL;
+}
+
+static const char *field(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n')
+		p++;
+	return p;
+}
+
+/* "start-end perms offset dev inode   name"; the line is modified (the
+ * newline ends the name). */
+static int parse_line(char *line, struct otel__maps_entry *e)
+{
+	const char *p = line;
+	char *nl;
+
+	if ((p = hex(p, &e->start)) == NULL || *p++ != '-' || (p = hex(p, &e->end)) == NULL ||
+	    *p++ != ' ' || e->end < e->start)
+		return 0;
+	if (strlen(p) < 5 || p[4] != ' ')
+		return 0;
+	memcpy(e->perms, p, 4);
+	e->perms[4] = '\0';
+	p += 5;
+	if ((p = hex(p, &e->offset)) == NULL)
+		return 0;
+	p = field(p); /* dev */
+	p = field(p); /* inode */
+	while (*p == ' ' || *p == '\t')
+		p++;
+	nl = strchr(p, '\n');
+	if (nl != NULL)
+		*nl = '\0';
+	e->name = p;
+	return 1;
+}
+
+int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, void *), void *arg)
+{
+	char path[48], *line = NULL;
+	size_t cap = 0;
+	int err = OTEL_THREAD_CTX_OK;
+	FILE *f;
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	else
+		snprintf(path, sizeof(path), "/proc/%ld/maps", (long)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return otel__remote_error(errno);
+	errno = 0;
+	while (getline(&line, &cap, f) > 0) {
+		struct otel__maps_entry e;
+
+		if (parse_line(line, &e) && visit(&e, arg) != 0)
+			break;
+		errno = 0;
+	}
+	/* Maps that cannot be read (no permission, a process that is gone)
+	 * fail at read time, not at open. */
+	if (ferror(f))
+		err = otel__remote_error(errno != 0 ? errno : EIO);
+	free(line);
+	fclose(f);
+	return err;
+}

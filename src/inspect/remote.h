@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Another process as the reading side sees it: its memory and its /proc
+ * files.  The one module of libotel-thread-ctx-inspect that reads either,
+ * and the one mapping of errno values to its error codes.  Internal.
+ */
+#ifndef OTEL_INSPECT_REMOTE_H
+#define OTEL_INSPECT_REMOTE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * The library's code for an errno: ESRCH and ENOENT (a /proc file of a
+ * process that is gone) -> ESRCH; EPERM, EACCES and ENOSYS (no
+ * process_vm_readv()) -> EPERM; EFAULT and EIO -> EFAULT; ENOMEM -> ENOMEM;
+ * anything else -> ESYS, with errno set to it.
+ */
+int otel__remote_error(int err);
+
+/* Copies `len` bytes at `addr` of process `pid` (process_vm_readv()).
+ * Returns 0, or an errno (EFAULT for a short copy). */
+int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/* One line of /proc/PID/maps. */
+struct otel__maps_entry {
+	uint64_t start, end;
+	uint64_t offset;
+	char perms[5];    /* "r-xp" */
+	const char *name; /* what follows the inode: a path, "[heap]", "" */
+};
+
+/*
+ * Calls visit() for each line of /proc/PID/maps (0: this process), in file
+ * order, until it returns non-zero.  Lines that do not parse are skipped.
+ * Returns OTEL_THREAD_CTX_OK or an error of otel__remote_error(); the
+ * visitor's non-zero value stops the walk and is not an error.
+ */
+int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, void *), void *arg);
+
+#endif /* OTEL_INSPECT_REMOTE_H */

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * How the loading-path programs reach the library, and how they prove which
+ * TLS path the slot is on instead of assuming it.
+ *
+ * The library reaches its slot through one TLS descriptor: a relocation
+ * R_X86_64_TLSDESC / R_AARCH64_TLSDESC against otel_thread_ctx_v1, which the
+ * loader fills with two words, {resolver, argument}.  What the argument is
+ * tells the path (doc/tlsdesc.md):
+ *
+ *   static TLS   the argument is the slot's offset from the thread pointer,
+ *                the same for every thread: tp + argument == &slot;
+ *   dynamic TLS  the argument points to {module id, offset in the module's
+ *                block} (glibc's struct tlsdesc_dynamic_arg, musl's
+ *                td_index), and the resolver finds the thread's block
+ *                through the DTV, allocating it on glibc on the thread's
+ *                first access.
+ *
+ * The programs find the relocation in the library's file (its section
+ * headers), read the descriptor where the loader put it (load bias +
+ * r_offset), and check it against the address of the calling thread's slot
+ * (dlsym() of a TLS symbol gives that) and against what dl_iterate_phdr()
+ * reports for the module: its TLS module id, and the calling thread's block
+ * (dlpi_tls_data, NULL on glibc while the block is not allocated).
+ */
+#ifndef OTEL_TESTS_DLOPEN_LOADER_H
+#define OTEL_TESTS_DLOPEN_LOADER_H
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "minitest.h"
+#include "otel_thread_ctx.h"
+
+#if defined(__x86_64__)
+#define LOADER_R_TLSDESC R_X86_64_TLSDESC
+#elif defined(__aarch64__)
+#define LOADER_R_TLSDESC R_AARCH64_TLSDESC
+#else
+#error "the loading-path tests know x86-64 and aarch64 only"
+#endif
+
+/* The calling thread's thread pointer (the psABIs' TP: %fs base, tpidr_el0). */
+static inline uintptr_t thread_pointer(void)
+{
+	uintptr_t tp;
+
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+#else
+	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
+}
+
+/* The API, called through pointers (a dlopen()ed library has no link-time
+ * symbols); named like the functions, for STORM_CALL in storm.h. */
+struct otel_api {
+	int (*otel_thread_ctx_create)(otel_thread_ctx **);
+	int (*otel_thread_ctx_create_with)(otel_thread_ctx **,
+					   const struct otel_thread_ctx_options *);
+	int (*otel_thread_ctx_destroy)(otel_thread_ctx *);
+	int (*otel_thread_ctx_set_ids)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8],
+				       uint8_t);
+	int (*otel_thread_ctx_set_attr)(otel_thread_ctx *, unsigned int, const void *, size_t);
+	int (*otel_thread_ctx_remove_attr)(otel_thread_ctx *, unsigned int);
+	int (*otel_thread_ctx_attach)(otel_thread_ctx *, otel_thread_ctx **);
+	int (*otel_thread_ctx_update)(otel_thread_ctx *);
+	int (*otel_thread_ctx_update_attach)(otel_thread_ctx *, otel_thread_ctx **);
+	int (*otel_thread_ctx_detach)(otel_thread_ctx **);
+	otel_thread_ctx *(*otel_thread_ctx_current)(void);
+};
+
+static inline void *loader_sym(void *handle, const char *name)
+{
+	void *p = dlsym(handle, name);
+
+	CHECK(p != NULL, "dlsym(%s): %s", name, dlerror());
+	return p;
+}
+
+#define LOADER_FN(api, handle, name)                                           \
+	do {                                                                   \
+		void *p_ = loader_sym((handle), #name);                        \
+		memcpy(&(api)->name, &p_, sizeof(p_));                         \
+	} while (0)
+
+/* Fills *api from `handle` (a dlopen() handle, or RTLD_DEFAULT). */
+static inline void loader_resolve(void *handle, struct otel_api *api)
+{
+	LOADER_FN(api, handle, otel_thread_ctx_create);
+	LOADER_FN(api, handle, otel_thread_ctx_create_with);
+	LOADER_FN(api, handle, otel_thread_ctx_destroy);
+	LOADER_FN(api, handle, otel_thread_ctx_set_ids);
+	LOADER_FN(api, handle, otel_thread_ctx_set_attr);
+	LOADER_FN(api, handle, otel_thread_ctx_remove_attr);
+	LOADER_FN(api, handle, otel_thread_ctx_attach);
+	LOADER_FN(api, handle, otel_thread_ctx_update);
+	LOADER_FN(api, handle, otel_thread_ctx_update_attach);
+	LOADER_FN(api, handle, otel_thread_ctx_detach);
+	LOADER_FN(api, handle, otel_thread_ctx_current);
+}
+
+/* The address of the calling thread's slot, as the loader computes it
+ * (glibc: __tls_get_addr, which allocates a dynamic block not yet there). */
+static inline const struct otel_thread_ctx_record *volatile *slot_address(void *handle)
+{
+	return (const struct otel_thread_ctx_record *volatile *)loader_sym(handle,
+									    "otel_thread_ctx_v1");
+}
+
+/* The library as the loader sees it, and the slot's descriptor. */
+struct module {
+	char path[PATH_MAX];
+	uintptr_t base;         /* load bias (dlpi_addr) */
+	size_t modid;           /* TLS module id */
+	uintptr_t text_lo, text_hi; /* the executable segment */
+	size_t tls_memsz;
+	uint64_t desc_offset;   /* r_offset of the TLSDESC relocation */
+	int64_t desc_addend;
+	uint64_t slot_value;    /* st_value of otel_thread_ctx_v1 */
+	int ndesc;              /* TLSDESC relocations against the slot */
+};
+
+static inline int module_is_library(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "libotel-thread-ctx.so", 21) == 0;
+}
+
+static int find_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct module *m = arg;
+
+	(void)size;
+	if (info->dlpi_name == NULL || !module_is_library(info->dlpi_name))
+		return 0;
+	CHECK(strlen(info->dlpi_name) < sizeof(m->path), "path too long");
+	strcpy(m->path, info->dlpi_name);
+	m->base = info->dlpi_addr;
+	m->modid = info->dlpi_tls_modid;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			m->text_lo = info->dlpi_addr + ph->p_vaddr;
+			m->text_hi = m->text_lo + ph->p_memsz;
+		}
+		if (ph->p_type == PT_TLS)
+			m->tls_memsz = ph->p_memsz;
+	}
+	return 1;
+}
+
+/* The calling thread's TLS block of the library, as dl_iterate_phdr()
+ * reports it (dlpi_tls_data). */
+struct tls_data_query {
+	uintptr_t base;
+	void *data;
+	int found;
+};
+
+static int tls_data_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct tls_data_query *q = arg;
+
+	(void)size;
+	if (info->dlpi_addr != q->base || info->dlpi_name == NULL ||
+	    !module_is_library(info->dlpi_name))
+		return 0;
+	q->data = info->dlpi_tls_data;
+	q->found = 1;
+	return 1;
+}
+
+static inline void *module_tls_data(const struct module *m)
+{
+	struct tls_data_query q = { m->base, NULL, 0 };
+
+	dl_iterate_phdr(tls_data_cb, &q);
+	CHECK(q.found, "the library is no longer loaded");
+	return q.data;
+}
+
+/* Finds the TLSDESC relocation against the slot in the library's file. */
+static inline void read_descriptor_relocation(struct module *m)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	const unsigned char *map;
+	const ElfW(Ehdr) *eh;
+	const ElfW(Shdr) *sh;
+
+	CHECK(fd >= 0, "open %s", m->path);
+	CHECK(fstat(fd, &st) == 0, "fstat %s", m->path);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	CHECK(map != MAP_FAILED, "mmap %s", m->path);
+	close(fd);
+	eh = (const ElfW(Ehdr) *)map;
+	CHECK(memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64,
+	      "%s: not a 64-bit ELF file", m->path);
+	CHECK(eh->e_shoff != 0 && eh->e_shentsize == sizeof(ElfW(Shdr)),
+	      "%s: no section headers", m->path);
+	sh = (const ElfW(Shdr) *)(map + eh->e_shoff);
+	m->ndesc = 0;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		const ElfW(Shdr) *symtab, *strtab;
+		const ElfW(Rela) *rela;
+		const ElfW(Sym) *syms;
+		const char *strs;
+
+		if (sh[i].sh_type != SHT_RELA)
+			continue;
+		symtab = &sh[sh[i].sh_link];
+		strtab = &sh[symtab->sh_link];
+		rela = (const ElfW(Rela) *)(map + sh[i].sh_offset);
+		syms = (const ElfW(Sym) *)(map + symtab->sh_offset);
+		strs = (const char *)(map + strtab->sh_offset);
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*rela); k++) {
+			const ElfW(Sym) *sym = &syms[ELF64_R_SYM(rela[k].r_info)];
+
+			if (ELF64_R_TYPE(rela[k].r_info) != LOADER_R_TLSDESC ||
+			    strcmp(strs + sym->st_name, "otel_thread_ctx_v1") != 0)
+				continue;
+			if (m->ndesc++ == 0) {
+				m->desc_offset = rela[k].r_offset;
+				m->desc_addend = rela[k].r_addend;
+				m->slot_value = sym->st_value;
+			}
+		}
+	}
+	munmap((void *)map, (size_t)st.st_size);
+}
+
+/* Locates the library in this process and its slot descriptor. */
+static inline void find_module(struct module *m)
+{
+	memset(m, 0, sizeof(*m));
+	CHECK(dl_iterate_phdr(find_module_cb, m) == 1, "libotel-thread-ctx.so is not loaded");
+	CHECK(m->modid != 0 && m->tls_memsz >= 24, "module %s: TLS module id %zu, PT_TLS %zu bytes",
+	      m->path, m->modid, m->tls_memsz);
+	read_descriptor_relocation(m);
+	CHECK(m->ndesc >= 1, "%s: no TLSDESC relocation against otel_thread_ctx_v1", m->path);
+}
+
+enum tls_path { PATH_STATIC, PATH_DYNAMIC, PATH_UNKNOWN };
+
+static inline const char *path_name(enum tls_path p)
+{
+	return p == PATH_STATIC ? "static" : p == PATH_DYNAMIC ? "dynamic" : "unknown";
+}
+
+struct descriptor_facts {
+	uintptr_t resolver, arg;
+	enum tls_path path;
+	intptr_t tp_offset;         /* static: slot - tp */
+	size_t dyn_modid, dyn_offset; /* dynamic: what the argument points to */
+};
+
+/*
+ * Reads the descriptor at `desc` (the library's own, or another module's
+ * against the same slot) and classifies it against `slot`, the calling
+ * thread's slot address.
+ */
+static inline struct descriptor_facts read_descriptor(const volatile uintptr_t *desc,
+						      const struct module *m,
+						      const volatile void *slot)
+{
+	struct descriptor_facts f;
+
+	memset(&f, 0, sizeof(f));
+	f.resolver = desc[0];
+	f.arg = desc[1];
+	f.path = PATH_UNKNOWN;
+	if (thread_pointer() + f.arg == (uintptr_t)slot) {
+		f.path = PATH_STATIC;
+		f.tp_offset = (intptr_t)f.arg;
+	} else if (f.arg > 0x10000 && f.arg % sizeof(size_t) == 0) {
+		/* Not the offset: then a pointer into the loader's heap. */
+		const volatile size_t *p = (const volatile size_t *)f.arg;
+
+		f.dyn_modid = p[0];
+		f.dyn_offset = p[1];
+		if (f.dyn_modid == m->modid &&
+		    f.dyn_offset == m->slot_value + (uint64_t)m->desc_addend)
+			f.path = PATH_DYNAMIC;
+	}
+	return f;
+}
+
+static inline const volatile uintptr_t *library_descriptor(const struct module *m)
+{
+	return (const volatile uintptr_t *)(m->base + m->desc_offset);
+}
+
+static inline void print_descriptor(const char *what, const struct descriptor_facts *f)
+{
+	Dl_info info;
+	const char *where = "?";
+	void *resolver;
+
+	memcpy(&resolver, &f->resolver, sizeof(resolver));
+	if (dladdr(resolver, &info) != 0 && info.dli_fname != NULL)
+		where = info.dli_fname;
+	printf("%s: resolver %#lx (in %s), argument %#lx: ", what, (unsigned long)f->resolver,
+	       where, (unsigned long)f->arg);
+	if (f->path == PATH_STATIC)
+		printf("static TLS, slot at thread pointer %+ld\n", (long)f->tp_offset);
+	else if (f->path == PATH_DYNAMIC)
+		printf("dynamic TLS, {module %zu, offset %zu}\n", f->dyn_modid, f->dyn_offset);
+	else
+		printf("neither a static offset nor a dynamic {module, offset} of this library\n");
+}
+
+#endif /* OTEL_TESTS_DLOPEN_LOADER_H */
