@@ -240,8 +240,10 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_ESYS = -4019,
 	/* otel_thread_ctx_set_attrs(): the same key twice. */
 	OTEL_THREAD_CTX_EDUPKEY = -4020,
-	/* otel_thread_ctx_create_with(): options->size too small, an unknown
-	 * flag, or attrs_capacity above OTEL_THREAD_CTX_ATTRS_MAX. */
+	/* Options out of range: otel_thread_ctx_create_with() (size too
+	 * small, an unknown flag, attrs_capacity above
+	 * OTEL_THREAD_CTX_ATTRS_MAX), otel_thread_ctx_process_publish_with()
+	 * (size too small, an unknown schema or fork value). */
 	OTEL_THREAD_CTX_EOPTIONS = -4021,
 };
 
@@ -329,8 +331,12 @@ int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx);
 /*
  * Sets attribute `key` (0..255, an index into the process context's attribute
  * key map) to the `len` bytes at `value` (UTF-8, at most 255 bytes; value may
- * be NULL when len is 0).  An existing entry for the key is replaced in place,
- * so a record never holds a key twice.
+ * be NULL when len is 0).  The index is not checked against the registry
+ * (the key map may come from another component), but readers ignore an
+ * entry whose index the published key map does not name: register the key
+ * (otel_thread_ctx_key_register()) before using its index.  An existing
+ * entry for the key is replaced in place, so a record never holds a key
+ * twice.
  * Errors: ENULL, EKEY, EVALUE, EUTF8, ENOSPC.
  */
 int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
@@ -456,16 +462,33 @@ int otel_thread_ctx_record_decode(const void *bytes, size_t len,
 				  struct otel_thread_ctx_record *out);
 
 
-/* Walks the attributes of a record.  Lives wherever the caller wants (a
- * signal handler's stack); fields are private. */
+/*
+ * Walks the attributes of a record.  Lives wherever the caller wants (a
+ * signal handler's stack).  An entry whose key index is not in the key map
+ * (the process context's threadlocal.attribute_key_map: indices below its
+ * length) is skipped, as the format requires of readers, and counted in
+ * `unmapped`; the other fields are private.
+ */
 struct otel_thread_ctx_attr_iter {
 	const struct otel_thread_ctx_record *rec;
 	size_t pos;
+	unsigned int keys;
+	/* Effective entries skipped so far for an index outside the key map. */
+	unsigned int unmapped;
 };
 
-/* Starts a walk over rec's attributes; rec must outlive the walk. */
+/* Starts a walk over rec's attributes, with this process's key map: the
+ * registry of this library (what otel_thread_ctx_process_publish()
+ * publishes; indices below otel_thread_ctx_key_count()).  rec must outlive
+ * the walk. */
 void otel_thread_ctx_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
 				    const struct otel_thread_ctx_record *rec);
+/* The same with another key map of `key_count` names (that of the process
+ * the record comes from; 0 when it publishes none: every entry is
+ * skipped). */
+void otel_thread_ctx_attr_iter_init_map(struct otel_thread_ctx_attr_iter *it,
+					const struct otel_thread_ctx_record *rec,
+					unsigned int key_count);
 /*
  * Stores the next effective attribute in *out and returns 1, or returns 0
  * when there are no more.  Entries overridden by a later entry with the same
@@ -474,7 +497,8 @@ void otel_thread_ctx_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
  */
 int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
 				   struct otel_thread_ctx_attr *out);
-/* The effective value of `key` in rec: returns 1 and fills *out, or 0. */
+/* The effective value of `key` in rec: returns 1 and fills *out, or 0 (also
+ * when this process's key map does not name `key`). */
 int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec, unsigned int key,
 				struct otel_thread_ctx_attr *out);
 

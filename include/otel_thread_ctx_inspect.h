@@ -333,6 +333,11 @@ int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspector **out);
 const struct otel_thread_ctx_inspect_info *
 otel_thread_ctx_inspect_info(const otel_thread_ctx_inspector *insp);
 
+/* How many names the process context's key map has: the key indices
+ * readers honour (0 without a process context or key map).  Walk a thread's
+ * attributes with otel_thread_ctx_attr_iter_init_map(it, record, this). */
+unsigned int otel_thread_ctx_inspect_key_count(const otel_thread_ctx_inspector *insp);
+
 /* The name of attribute key `index` in the process context's key map, or
  * NULL (no process context, or no such index). */
 const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_inspector *insp,

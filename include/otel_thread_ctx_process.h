@@ -44,17 +44,22 @@
  * otel_thread_ctx_process_read() does, or bpf_probe_read_user()) and re-check the
  * timestamp, as the format requires.
  *
- * fork(): the child does not inherit the mapping (MADV_DONTFORK); the
- * library republishes the same payload in the child, from a pthread_atfork()
- * handler (so before fork() returns in the child), in a mapping of its own;
- * the parent's publication is not touched.  Where MADV_DONTFORK is not
- * honoured (qemu-user), the handler unmaps the inherited copy of the
- * parent's mapping, so that readers find the child's only.  A child that needs other resource attributes (a new
- * service.instance.id) calls otel_thread_ctx_process_update().  If the child's
- * mapping cannot be created, the child publishes nothing
- * (otel_thread_ctx_process_query() says so) and may call otel_thread_ctx_process_publish().
- * A child made by vfork(), posix_spawn() or _Fork() runs no fork handlers and
- * publishes nothing (it must only exec or _exit).
+ * fork(): the child does not inherit the mapping (MADV_DONTFORK) and, by
+ * default, publishes nothing until it calls otel_thread_ctx_process_publish()
+ * itself, so that it never shows the parent's service.instance.id (OTEP
+ * 4719, "Process Forking"); the parent's publication is not touched.  Where
+ * MADV_DONTFORK is not honoured (qemu-user), a pthread_atfork() handler
+ * unmaps the child's copy of the parent's mapping before fork() returns.  A
+ * publisher that wants its children to show the same context opts in with
+ * OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH: the child then republishes the
+ * parent's payload in a mapping of its own (or, if that fails, nothing, as
+ * otel_thread_ctx_process_query() says).  A child made by vfork(),
+ * posix_spawn() or _Fork() runs no fork handlers and publishes nothing (it
+ * must only exec or _exit).
+ *
+ * Readers: the OpenTelemetry eBPF profiler rejects a payload of more than
+ * 65,536 bytes, so the library never publishes one (E2BIG) and its reader
+ * takes no more either.
  *
  * Locks and signals: publish, update, unpublish, query and
  * otel_thread_ctx_key_register() take one process-wide lock; they are
@@ -87,9 +92,18 @@ extern "C" {
 /* The thread-local reference data (OTEP 4947), in ProcessContext.attributes. */
 #define OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_KEY "threadlocal.schema_version"
 #define OTEL_THREAD_CTX_PROCESS_ATTRIBUTE_KEY_MAP_KEY "threadlocal.attribute_key_map"
+/*
+ * threadlocal.schema_version: "tlsdesc_v1_dev" is what OTEP 4947 names while
+ * it is a draft, and the only value the OpenTelemetry eBPF profiler accepts
+ * today, so the library publishes it by default; the OTEP says it becomes
+ * "tls_v1" once merged, which a publisher may choose
+ * (OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1).  The library's readers accept both.
+ */
 #define OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION "tlsdesc_v1_dev"
-/* Largest payload the library publishes, and reads. */
-#define OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX (256u * 1024u)
+#define OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_TLS_V1 "tls_v1"
+/* Largest payload the library publishes, and reads (what the eBPF
+ * profiler's reader accepts). */
+#define OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX 65536u
 
 /*
  * The start of the OTEL_CTX mapping.  Native endianness, 32 bytes.  A
@@ -170,6 +184,41 @@ struct otel_thread_ctx_process_attr {
  * published.
  */
 int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource, size_t count);
+
+/* The schema version to publish (see OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION). */
+enum otel_thread_ctx_process_schema {
+	OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV = 0, /* "tlsdesc_v1_dev" (default) */
+	OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1 = 1,         /* "tls_v1" */
+};
+
+/* What a child made by fork() publishes (see "fork()" above). */
+enum otel_thread_ctx_process_fork {
+	OTEL_THREAD_CTX_PROCESS_FORK_DROP = 0,      /* nothing (default) */
+	OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH = 1, /* the parent's payload */
+};
+
+/* Options of otel_thread_ctx_process_publish_with().  Start from
+ * OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT (the defaults), so that a later
+ * version may add fields. */
+struct otel_thread_ctx_process_options {
+	size_t size; /* sizeof(struct otel_thread_ctx_process_options) */
+	int schema;  /* enum otel_thread_ctx_process_schema */
+	int on_fork; /* enum otel_thread_ctx_process_fork */
+};
+
+#define OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT                                    \
+	{ sizeof(struct otel_thread_ctx_process_options),                       \
+	  OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV, OTEL_THREAD_CTX_PROCESS_FORK_DROP }
+
+/*
+ * otel_thread_ctx_process_publish() with options, which hold until the
+ * context is unpublished (updates and key registrations keep them).  NULL
+ * options are the defaults.  Errors: those of publish; EOPTIONS (size too
+ * small, an unknown schema or fork value).
+ */
+int otel_thread_ctx_process_publish_with(const struct otel_thread_ctx_process_attr *resource,
+					 size_t count,
+					 const struct otel_thread_ctx_process_options *options);
 
 /*
  * Replaces the resource attributes of the published context, by the update

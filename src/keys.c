@@ -27,10 +27,48 @@ static uint8_t lengths[KEY_SLOTS];
 static unsigned int count;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int (*change_hook)(unsigned int count);
+static void (*fork_child_hook)(void);
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_safe;
+
+/* The lock is never held in a child: taken before fork(), released after. */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void after_fork_child(void)
+{
+	if (fork_child_hook != NULL)
+		fork_child_hook();
+	pthread_mutex_unlock(&lock);
+}
+
+static void install_fork_handlers(void)
+{
+	fork_safe = pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
+}
 
 void otel__keys_lock(void)
 {
+	pthread_once(&fork_once, install_fork_handlers);
 	pthread_mutex_lock(&lock);
+}
+
+int otel__keys_fork_safe(void)
+{
+	pthread_once(&fork_once, install_fork_handlers);
+	return fork_safe;
+}
+
+void otel__keys_on_fork_child(void (*hook)(void))
+{
+	fork_child_hook = hook;
 }
 
 void otel__keys_unlock(void)

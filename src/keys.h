@@ -13,10 +13,19 @@
 /*
  * The lock of the registry, which the publisher shares, so that a key
  * registration and the republication it causes are one step.  Held across
- * fork() by the publisher's fork handlers.
+ * fork(): the first lock installs fork handlers that take it before the
+ * fork and release it after, in the child after the child hook below.
  */
 void otel__keys_lock(void);
 void otel__keys_unlock(void);
+
+/* False when the fork handlers could not be installed (no memory): then
+ * the publisher refuses to publish (a child could inherit the lock held). */
+int otel__keys_fork_safe(void);
+
+/* `hook`, or NULL, runs in the child of a fork(), lock held, before the
+ * lock is released.  Set with the lock held. */
+void otel__keys_on_fork_child(void (*hook)(void));
 
 /* Key names for the payload: the name at index i (registered, or being
  * registered), and its length.  Lock held. */

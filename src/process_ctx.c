@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The process context publisher (OTEP 4719): the OTEL_CTX mapping, its 32-byte header and the protobuf
- * ProcessContext payload.
+ * The process context publisher (OTEP 4719): the OTEL_CTX mapping, its
+ * 32-byte header and the protobuf ProcessContext payload.
  *
  * Where the thread-context data goes: OTEP 4947 ("Thread Context", section
  * "Process Context: Thread Local Reference Data") stores
@@ -16,7 +16,8 @@
  * a full fence (C11 atomic_thread_fence(memory_order_seq_cst)); the fields
  * are stored with atomic stores.  Payloads are never changed in place: a
  * change encodes a new payload, switches the header to it, and frees the
- * payload from two changes ago (see "Payload memory" in otel_thread_ctx_process.h).
+ * payload from two changes ago (see "Payload memory" in
+ * otel_thread_ctx_process.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -78,9 +79,10 @@ static uint8_t *payload;     /* what header->payload points to */
 static uint32_t payload_len;
 static uint8_t *payload_prev; /* the payload before it, still readable */
 static uint64_t last_published_at;
+/* The options of the publication (otel_thread_ctx_process_publish_with()). */
+static int schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV;
+static int on_fork = OTEL_THREAD_CTX_PROCESS_FORK_DROP;
 
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-static bool fork_handlers;
 
 /* --- Encoding ----------------------------------------------------------- */
 
@@ -182,16 +184,24 @@ static void put_key_map(struct otel__pb_writer *w, unsigned int keys)
 	}
 }
 
+static const char *schema_name(int which)
+{
+	return which == OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1 ?
+		       OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_TLS_V1 :
+		       OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION;
+}
+
 static void put_schema_version(struct otel__pb_writer *w)
 {
+	const char *version = schema_name(schema);
 	size_t key_len = sizeof(OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_KEY) - 1;
-	size_t str_len = sizeof(OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION) - 1;
+	size_t str_len = strlen(version);
 	size_t value = otel__pb_len_field_size(ANY_VALUE_STRING, str_len);
 
 	otel__pb_put_len_header(w, PROCESS_CONTEXT_ATTRIBUTES, key_value_size(key_len, value));
 	otel__pb_put_len_field(w, KEY_VALUE_KEY, OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_KEY, key_len);
 	otel__pb_put_len_header(w, KEY_VALUE_VALUE, value);
-	otel__pb_put_len_field(w, ANY_VALUE_STRING, OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION, str_len);
+	otel__pb_put_len_field(w, ANY_VALUE_STRING, version, str_len);
 }
 
 /* The whole ProcessContext. */
@@ -507,69 +517,67 @@ static int keys_changed(unsigned int keys)
 
 /* --- fork ------------------------------------------------------------------ */
 
-static void before_fork(void)
-{
-	otel__keys_lock();
-}
-
-static void after_fork_parent(void)
-{
-	otel__keys_unlock();
-}
-
 /*
- * The child has the parent's memory but not the mapping (MADV_DONTFORK):
- * publish the same payload, which the child has at the same address, in a
- * mapping of its own.  Only system calls here (no allocation): the child
- * of a multi-threaded process may run nothing else.
+ * In the child of a fork(), lock held (keys.h).  The child has the parent's
+ * memory but not its mapping (MADV_DONTFORK).  By default it publishes
+ * nothing, so that it never shows the parent's service.instance.id (OTEP
+ * 4719, "Process Forking"); a child that starts its own SDK publishes its
+ * own.  With OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH it publishes the same
+ * payload, which it has at the same address, in a mapping of its own.  Only
+ * system calls here (no allocation): the child of a multi-threaded process
+ * may run nothing else.
  */
 static void after_fork_child(void)
 {
-	if (header != NULL) {
-		unsigned char resident[1];
+	unsigned char resident[1];
 
-		/*
-		 * Where MADV_DONTFORK is not honoured (qemu-user ignores it), the
-		 * parent's shared mapping is here too, and readers would find
-		 * it.  Unmap it, but only if it is mapped (mincore) and still
-		 * holds our header: a fork handler that ran before this one may
-		 * have mapped something else into the hole.
-		 */
-		if (mapping_size == page_size() && mincore(header, mapping_size, resident) == 0 &&
-		    memcmp(header->signature, OTEL_THREAD_CTX_PROCESS_SIGNATURE, 8) == 0 &&
-		    header->payload == (uint64_t)(uintptr_t)payload)
-			munmap(header, mapping_size);
-		header = NULL;
-		if (map_and_publish(payload, payload_len) != OTEL_THREAD_CTX_OK)
-			mapping_size = 0; /* buffers kept for the next publish to free */
-	}
-	otel__keys_unlock();
-}
-
-static void install_fork_handlers(void)
-{
-	fork_handlers = pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
-}
-
-__attribute__((constructor)) static void on_load(void)
-{
-	pthread_once(&fork_once, install_fork_handlers);
+	if (header == NULL)
+		return;
+	/*
+	 * Where MADV_DONTFORK is not honoured (qemu-user ignores it), the
+	 * parent's shared mapping is here too, and readers would find it.
+	 * Unmap it, but only if it is mapped (mincore) and still holds our
+	 * header: a fork handler that ran before this one may have mapped
+	 * something else into the hole.
+	 */
+	if (mapping_size == page_size() && mincore(header, mapping_size, resident) == 0 &&
+	    memcmp(header->signature, OTEL_THREAD_CTX_PROCESS_SIGNATURE, 8) == 0 &&
+	    header->payload == (uint64_t)(uintptr_t)payload)
+		munmap(header, mapping_size);
+	header = NULL;
+	mapping_size = 0; /* the buffers stay for the next publish to free */
+	if (on_fork == OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH &&
+	    map_and_publish(payload, payload_len) != OTEL_THREAD_CTX_OK)
+		mapping_size = 0;
 }
 
 /* --- API -------------------------------------------------------------------- */
 
-OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource,
-					 size_t count)
+OTEL_EXPORT int otel_thread_ctx_process_publish_with(
+	const struct otel_thread_ctx_process_attr *resource, size_t count,
+	const struct otel_thread_ctx_process_options *options)
 {
+	int new_schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV;
+	int new_on_fork = OTEL_THREAD_CTX_PROCESS_FORK_DROP;
+	int old_schema, err;
 	uint8_t *res, *buf;
 	size_t res_len;
 	uint32_t len;
-	int err = encode_resource(resource, count, &res, &res_len);
 
+	if (options != NULL) {
+		if (options->size < sizeof(*options) ||
+		    (options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV &&
+		     options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1) ||
+		    (options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_DROP &&
+		     options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH))
+			return OTEL_THREAD_CTX_EOPTIONS;
+		new_schema = options->schema;
+		new_on_fork = options->on_fork;
+	}
+	err = encode_resource(resource, count, &res, &res_len);
 	if (err)
 		return err;
-	pthread_once(&fork_once, install_fork_handlers);
-	if (!fork_handlers) {
+	if (!otel__keys_fork_safe()) {
 		free(res);
 		return OTEL_THREAD_CTX_ENOMEM;
 	}
@@ -579,15 +587,19 @@ OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_pro
 		err = OTEL_THREAD_CTX_EPUBLISHED;
 		goto fail;
 	}
+	old_schema = schema;
+	schema = new_schema;
 	err = build_payload(res, res_len, otel_thread_ctx_key_count(), &buf, &len);
-	if (err)
-		goto fail;
-	err = map_and_publish(buf, len);
+	if (err == OTEL_THREAD_CTX_OK) {
+		err = map_and_publish(buf, len);
+		if (err)
+			free(buf);
+	}
 	if (err) {
-		free(buf);
+		schema = old_schema;
 		goto fail;
 	}
-	/* Left over from a publication a forked child could not recreate. */
+	/* Left over from a publication a forked child did not recreate. */
 	free(payload);
 	free(payload_prev);
 	free(resource_pb);
@@ -596,13 +608,21 @@ OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_pro
 	payload_prev = NULL;
 	resource_pb = res;
 	resource_len = res_len;
+	on_fork = new_on_fork;
 	otel__keys_on_change(keys_changed);
+	otel__keys_on_fork_child(after_fork_child);
 	otel__keys_unlock();
 	return OTEL_THREAD_CTX_OK;
 fail:
 	otel__keys_unlock();
 	free(res);
 	return err;
+}
+
+OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource,
+						size_t count)
+{
+	return otel_thread_ctx_process_publish_with(resource, count, NULL);
 }
 
 OTEL_EXPORT int otel_thread_ctx_process_update(const struct otel_thread_ctx_process_attr *resource,

@@ -70,13 +70,22 @@ static int entry_at(const struct otel_thread_ctx_record *rec, size_t *pos,
 	return 1;
 }
 
-OTEL_EXPORT void otel_thread_ctx_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
-						const struct otel_thread_ctx_record *rec)
+OTEL_EXPORT void otel_thread_ctx_attr_iter_init_map(struct otel_thread_ctx_attr_iter *it,
+						    const struct otel_thread_ctx_record *rec,
+						    unsigned int key_count)
 {
 	if (it == NULL)
 		return;
 	it->rec = rec;
 	it->pos = 0;
+	it->keys = key_count;
+	it->unmapped = 0;
+}
+
+OTEL_EXPORT void otel_thread_ctx_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
+						const struct otel_thread_ctx_record *rec)
+{
+	otel_thread_ctx_attr_iter_init_map(it, rec, otel_thread_ctx_key_count());
 }
 
 OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
@@ -92,10 +101,15 @@ OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter 
 
 		while (!overridden && entry_at(it->rec, &pos, &later))
 			overridden = later.key == a.key;
-		if (!overridden) {
-			*out = a;
-			return 1;
+		if (overridden)
+			continue;
+		/* Readers ignore an index the key map does not name. */
+		if (a.key >= it->keys) {
+			it->unmapped++;
+			continue;
 		}
+		*out = a;
+		return 1;
 	}
 	return 0;
 }
@@ -107,7 +121,7 @@ OTEL_EXPORT int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record 
 	size_t pos = 0;
 	int found = 0;
 
-	if (rec == NULL || out == NULL)
+	if (rec == NULL || out == NULL || key >= otel_thread_ctx_key_count())
 		return 0;
 	while (entry_at(rec, &pos, &a)) {
 		if (a.key == key) {

@@ -54,7 +54,7 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 	case OTEL_THREAD_CTX_ENOTPUBLISHED:
 		return "the process context is not published";
 	case OTEL_THREAD_CTX_E2BIG:
-		return "the process context payload would exceed 64 KiB";
+		return "the process context payload would exceed 65,536 bytes";
 	case OTEL_THREAD_CTX_EATTR:
 		return "invalid resource attribute (empty, duplicate or non-UTF-8 key, or unsupported type)";
 	case OTEL_THREAD_CTX_EMAP:
@@ -64,7 +64,7 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 	case OTEL_THREAD_CTX_EDUPKEY:
 		return "the same attribute key is given twice";
 	case OTEL_THREAD_CTX_EOPTIONS:
-		return "invalid context options (size, unknown flag, or attribute capacity above 612 bytes)";
+		return "invalid options (size too small, an unknown flag or value, or an attribute capacity above 612 bytes)";
 	}
 	return "unknown otel-thread-ctx error";
 }

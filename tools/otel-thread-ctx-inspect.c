@@ -211,17 +211,17 @@ static void print_table(const otel_thread_ctx_inspector *insp,
 			struct otel_thread_ctx_attr_iter it;
 			struct otel_thread_ctx_attr a;
 
-			otel_thread_ctx_attr_iter_init(&it, r);
+			/* Entries the key map does not name are ignored, as the
+			 * format requires of readers; their number is shown. */
+			otel_thread_ctx_attr_iter_init_map(&it, r, otel_thread_ctx_inspect_key_count(insp));
 			while (otel_thread_ctx_attr_iter_next(&it, &a)) {
-				const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
-
-				if (name != NULL)
-					printf(" %s=\"", name);
-				else
-					printf(" [%u]=\"", a.key);
+				printf(" %s=\"", otel_thread_ctx_inspect_key_name(insp, a.key));
 				text_value(stdout, a.value, a.len);
 				putchar('"');
 			}
+			if (it.unmapped != 0)
+				printf(" (%u attribute%s outside the key map)", it.unmapped,
+				       it.unmapped == 1 ? "" : "s");
 		}
 		if (t->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED)
 			printf(" (attrs_data_size %u > 612)", t->attrs_data_size);
@@ -290,21 +290,18 @@ static void print_json(const otel_thread_ctx_inspector *insp,
 				printf("%s\"half-ids\"", first ? "" : ","), first = 0;
 			printf("],\"attributes\":[");
 			first = 1;
-			otel_thread_ctx_attr_iter_init(&it, r);
+			otel_thread_ctx_attr_iter_init_map(&it, r, otel_thread_ctx_inspect_key_count(insp));
 			while (otel_thread_ctx_attr_iter_next(&it, &a)) {
 				const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
 
 				printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);
-				if (name != NULL)
-					json_string(stdout, name, strlen(name));
-				else
-					printf("null");
+				json_string(stdout, name, strlen(name));
 				printf(",\"value\":");
 				json_string(stdout, a.value, a.len);
 				putchar('}');
 				first = 0;
 			}
-			putchar(']');
+			printf("],\"unmapped\":%u", it.unmapped);
 		}
 		putchar('}');
 	}

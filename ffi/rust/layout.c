@@ -30,6 +30,8 @@ int main(void)
 	SIZE(struct otel_thread_ctx_attr_iter, "attr_iter");
 	FIELD(struct otel_thread_ctx_attr_iter, "attr_iter", rec);
 	FIELD(struct otel_thread_ctx_attr_iter, "attr_iter", pos);
+	FIELD(struct otel_thread_ctx_attr_iter, "attr_iter", keys);
+	FIELD(struct otel_thread_ctx_attr_iter, "attr_iter", unmapped);
 
 	SIZE(struct otel_thread_ctx_self_check, "self_check");
 	FIELD(struct otel_thread_ctx_self_check, "self_check", status);

@@ -370,6 +370,13 @@ otel_thread_ctx_inspect_info(const otel_thread_ctx_inspector *insp)
 	return insp != NULL ? &insp->info : NULL;
 }
 
+OTEL_EXPORT unsigned int otel_thread_ctx_inspect_key_count(const otel_thread_ctx_inspector *insp)
+{
+	if (insp == NULL || insp->pctx == NULL)
+		return 0;
+	return (unsigned int)insp->pctx->key_count;
+}
+
 OTEL_EXPORT const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_inspector *insp,
 							 unsigned int index)
 {

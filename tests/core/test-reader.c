@@ -3,6 +3,7 @@
  * from elsewhere, and decoding attributes by the format's rules. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,6 +12,20 @@
 static const uint8_t trace_a[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
 				     0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
 static const uint8_t span_a[8] = { 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7 };
+
+/* The walks below honour this process's key map: name indices 0-15 first
+ * (a constructor, so that it holds with and without Check's fork). */
+__attribute__((constructor)) static void name_keys(void)
+{
+	char name[32];
+	unsigned int index;
+
+	for (unsigned int i = 0; i < 16; i++) {
+		snprintf(name, sizeof(name), "test.reader.%u", i);
+		if (otel_thread_ctx_key_register(name, &index) != OTEL_THREAD_CTX_OK || index != i)
+			abort();
+	}
+}
 
 /* A raw record with the given attribute bytes. */
 static void raw_record(struct otel_thread_ctx_record *r, const void *attrs, size_t n,
@@ -220,6 +235,40 @@ START_TEST(truncated_entry_stops_decoding)
 }
 END_TEST
 
+/* Readers ignore an entry whose index the key map does not name. */
+START_TEST(indices_outside_the_key_map_are_ignored)
+{
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr a;
+	char got[256];
+	static const char attrs[] = "\x01\x01" "a" "\xc8\x01" "x" "\x02\x01" "b" "\x10\x00";
+
+	raw_record(&r, attrs, sizeof(attrs) - 1, sizeof(attrs) - 1);
+	effective(&r, got, sizeof(got));
+	ck_assert_str_eq(got, "1=a;2=b;");
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 200, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 16, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 2, &a), 1);
+
+	/* Counted apart. */
+	otel_thread_ctx_attr_iter_init(&it, &r);
+	while (otel_thread_ctx_attr_iter_next(&it, &a))
+		;
+	ck_assert_uint_eq(it.unmapped, 2);
+
+	/* Another process's map: 2 names; none at all. */
+	otel_thread_ctx_attr_iter_init_map(&it, &r, 2);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 1);
+	ck_assert_uint_eq(a.key, 1);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 0);
+	ck_assert_uint_eq(it.unmapped, 3);
+	otel_thread_ctx_attr_iter_init_map(&it, &r, 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 0);
+	ck_assert_uint_eq(it.unmapped, 4);
+}
+END_TEST
+
 START_TEST(iterators_refuse_null)
 {
 	struct otel_thread_ctx_attr_iter it;
@@ -248,6 +297,7 @@ Suite *test_suite(void)
 		{ "last-duplicate-wins", last_duplicate_wins },
 		{ "truncated-entry", truncated_entry_stops_decoding },
 		{ "null", iterators_refuse_null },
+		{ "unmapped-keys", indices_outside_the_key_map_are_ignored },
 	};
 
 	return MAKE_SUITE("reader", cases, 0);

@@ -92,6 +92,8 @@ def main(argv):
         for k, v in want.items():
             check(th[k] == v, f"thread {i}: {k} is {th[k]!r}, expected {v!r}")
         check(th["anomalies"] == [], f"thread {i}: anomalies {th['anomalies']}")
+        # Every index the target uses is in its key map: nothing ignored.
+        check(th["unmapped"] == 0, f"thread {i}: unmapped {th['unmapped']}")
     print(f"--json: {EXPECTED_THREADS - 1} records exactly as published")
 
     # The table: one line per thread, keys by name.

@@ -12,12 +12,19 @@
 
 Suite *test_suite(void);
 
+/* The text of a code: the reading side's too, where its header is in. */
+#ifdef OTEL_THREAD_CTX_INSPECT_H
+#define OTEL_TEST_STRERROR otel_thread_ctx_inspect_strerror
+#else
+#define OTEL_TEST_STRERROR otel_thread_ctx_strerror
+#endif
+
 /* ck_assert_int_eq with the library's error text in the message. */
 #define ck_assert_otel(call, expected)                                          \
 	do {                                                                    \
 		int otel_rc_ = (call);                                          \
 		ck_assert_msg(otel_rc_ == (expected), "%s returned %d (%s), expected %d", \
-			      #call, otel_rc_, otel_thread_ctx_strerror(otel_rc_), \
+			      #call, otel_rc_, OTEL_TEST_STRERROR(otel_rc_),   \
 			      (int)(expected));                                 \
 	} while (0)
 

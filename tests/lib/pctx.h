@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "otel_thread_ctx_inspect.h"
+#include "common.h"
 
 /*
  * Work that changes process-wide state for good (a full key registry, a

@@ -147,13 +147,17 @@ START_TEST(the_parent_reads_its_forked_child)
 	struct child c;
 	char done;
 
+	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
+
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
-	ck_assert_ok(otel_thread_ctx_process_publish(&a, 1));
+	o.on_fork = OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH;
+	ck_assert_ok(otel_thread_ctx_process_publish_with(&a, 1, &o));
 	snapshot_own(&before);
 	start_child(&c, serve_commands);
 	expect(&c, &done, 1);
 
-	/* The child republished the same payload in its own mapping. */
+	/* The child republished the same payload in its own mapping (the
+	 * publisher asked for FORK_REPUBLISH). */
 	ck_assert_ok(otel_thread_ctx_process_read(c.pid, 0, &s));
 	ck_assert_uint_eq(s->payload_size, before.header.payload_size);
 	ck_assert_mem_eq(s->payload, before.payload, s->payload_size);

@@ -482,12 +482,38 @@ static void fork_and_report(const struct published_ctx *parent, struct fork_repo
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 }
 
-START_TEST(fork_republishes_in_the_child)
+/* OTEP 4719: by default a child publishes nothing, so that it never shows
+ * the parent's service.instance.id, until it publishes its own. */
+START_TEST(fork_drops_the_context_in_the_child)
 {
 	struct fork_report r;
 
 	key("tag.fork.key");
 	publish_service();
+	snapshot_own(&before);
+	fork_and_report(&before, &r);
+	ck_assert_int_eq(r.info.published, 0);
+	ck_assert_int_eq(r.mappings, 0); /* neither its own nor the parent's */
+	/* The parent: untouched. */
+	snapshot_own(&after);
+	ck_assert(same_publication(&before, &after));
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+}
+END_TEST
+
+/* With FORK_REPUBLISH the child shows the parent's payload in a mapping of
+ * its own. */
+START_TEST(fork_republishes_when_asked)
+{
+	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
+	struct fork_report r;
+	size_t n;
+	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
+
+	key("tag.fork.key");
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+	o.on_fork = OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH;
+	ck_assert_ok(otel_thread_ctx_process_publish_with(a, n, &o));
 	snapshot_own(&before);
 	fork_and_report(&before, &r);
 	ck_assert_int_eq(r.info.published, 1);
@@ -507,6 +533,52 @@ START_TEST(fork_republishes_in_the_child)
 	fork_and_report(&before, &r);
 	ck_assert_int_eq(r.info.published, 0);
 	ck_assert_int_eq(r.mappings, 0);
+}
+END_TEST
+
+/* The schema version: tlsdesc_v1_dev by default, tls_v1 on request; the
+ * reader takes both; bad options change nothing. */
+START_TEST(schema_version_is_chosen_at_publish)
+{
+	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
+	struct otel_thread_ctx_process_snapshot *s;
+	size_t n;
+	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
+
+	publish_service();
+	s = read_self();
+	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
+	otel_thread_ctx_process_snapshot_free(s);
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+
+	o.schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1;
+	ck_assert_ok(otel_thread_ctx_process_publish_with(a, n, &o));
+	s = read_self();
+	ck_assert_str_eq(s->schema_version, "tls_v1");
+	ck_assert_int_eq(s->key_map_present, 1);
+	otel_thread_ctx_process_snapshot_free(s);
+	/* A key registered later republishes with the same schema. */
+	key("tag.schema.later");
+	s = read_self();
+	ck_assert_str_eq(s->schema_version, "tls_v1");
+	otel_thread_ctx_process_snapshot_free(s);
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+
+	/* Options out of range: refused, nothing published. */
+	o.schema = 2;
+	ck_assert_otel(otel_thread_ctx_process_publish_with(a, n, &o), OTEL_THREAD_CTX_EOPTIONS);
+	o.schema = 0;
+	o.on_fork = 7;
+	ck_assert_otel(otel_thread_ctx_process_publish_with(a, n, &o), OTEL_THREAD_CTX_EOPTIONS);
+	o.on_fork = 0;
+	o.size = 1;
+	ck_assert_otel(otel_thread_ctx_process_publish_with(a, n, &o), OTEL_THREAD_CTX_EOPTIONS);
+	{
+		struct otel_thread_ctx_process_info info;
+
+		ck_assert_ok(otel_thread_ctx_process_query(&info));
+		ck_assert_int_eq(info.published, 0);
+	}
 }
 END_TEST
 
@@ -881,7 +953,9 @@ Suite *test_suite(void)
 		{ "a_key_that_does_not_fit_is_not_registered",
 		  a_key_that_does_not_fit_is_not_registered },
 		{ "unpublish_removes_the_mapping", unpublish_removes_the_mapping },
-		{ "fork_republishes_in_the_child", fork_republishes_in_the_child },
+		{ "fork_drops_the_context_in_the_child", fork_drops_the_context_in_the_child },
+		{ "fork_republishes_when_asked", fork_republishes_when_asked },
+		{ "schema_version_is_chosen_at_publish", schema_version_is_chosen_at_publish },
 		{ "read_refuses_bad_arguments_and_absent_processes",
 		  read_refuses_bad_arguments_and_absent_processes },
 		{ "decoder_follows_protobuf", decoder_follows_protobuf },

@@ -52,6 +52,8 @@ class AttrIter(ctypes.Structure):
     _fields_ = [
         ("rec", ctypes.POINTER(Record)),
         ("pos", ctypes.c_size_t),
+        ("keys", ctypes.c_uint),
+        ("unmapped", ctypes.c_uint),
     ]
 
 

@@ -20,13 +20,14 @@
 //!   the way: a value the library refuses is refused.
 //!
 //! ```
-//! use otel_thread_ctx::{read, Context};
+//! use otel_thread_ctx::{read, register_key, Context};
 //!
+//! let route = register_key("http.route")?; // its index in the key map
 //! let mut ctx = Context::new()?;
 //! ctx.set_ids(&[0x11; 16], &[0x22; 8], 0x01)?;
-//! ctx.set_attr(0, "GET /users/{id}")?;
+//! ctx.set_attr(route, "GET /users/{id}")?;
 //! let mut span = ctx.update_attach()?;
-//! assert_eq!(read()?.attr(0), Some(&b"GET /users/{id}"[..]));
+//! assert_eq!(read()?.attr(route), Some(&b"GET /users/{id}"[..]));
 //! span.update_span_id(&[0x33; 8])?; // a child span
 //! assert_eq!(read()?.span_id(), [0x33; 8]);
 //! drop(span); // the thread publishes what it did before: nothing
@@ -517,14 +518,17 @@ impl Record {
     }
 
     /// The effective attributes: each key once, with its last value, in the
-    /// order of those last entries.
+    /// order of those last entries.  Entries whose key index this process's
+    /// key map does not name (not registered) are skipped, as readers must.
     pub fn attrs(&self) -> Attrs<'_> {
-        let mut it = sys::otel_thread_ctx_attr_iter { rec: ptr::null(), pos: 0 };
+        let mut it =
+            sys::otel_thread_ctx_attr_iter { rec: ptr::null(), pos: 0, keys: 0, unmapped: 0 };
         unsafe { sys::otel_thread_ctx_attr_iter_init(&mut it, &self.raw) };
         Attrs { it, _record: PhantomData }
     }
 
-    /// The effective value of attribute `key`.
+    /// The effective value of attribute `key` (None also when the key map
+    /// does not name it).
     pub fn attr(&self, key: u32) -> Option<&[u8]> {
         let mut out = sys::otel_thread_ctx_attr { key: 0, len: 0, value: ptr::null() };
         if unsafe { sys::otel_thread_ctx_record_attr(&self.raw, key, &mut out) } == 1 {

@@ -112,6 +112,9 @@ pub struct otel_thread_ctx_attr {
 pub struct otel_thread_ctx_attr_iter {
     pub rec: *const otel_thread_ctx_record,
     pub pos: usize,
+    pub keys: c_uint,
+    /// Effective entries skipped so far for an index outside the key map.
+    pub unmapped: c_uint,
 }
 
 /// `enum otel_thread_ctx_self_check_status`.
@@ -198,6 +201,11 @@ extern "C" {
     pub fn otel_thread_ctx_attr_iter_init(
         it: *mut otel_thread_ctx_attr_iter,
         rec: *const otel_thread_ctx_record,
+    );
+    pub fn otel_thread_ctx_attr_iter_init_map(
+        it: *mut otel_thread_ctx_attr_iter,
+        rec: *const otel_thread_ctx_record,
+        key_count: c_uint,
     );
     pub fn otel_thread_ctx_attr_iter_next(
         it: *mut otel_thread_ctx_attr_iter,

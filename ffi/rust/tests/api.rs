@@ -9,7 +9,20 @@ use otel_thread_ctx::{
 const TRACE: [u8; 16] = [0xa1; 16];
 const SPAN: [u8; 8] = [0xb2; 8];
 
+/// Readers honour the key map: name indices 0-15 before any test reads
+/// attributes back (registration order across tests does not matter, only
+/// that there are at least 16 names).
+fn name_keys() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for i in 0..16 {
+            register_key(&format!("rust.test.key.{}", i)).unwrap();
+        }
+    });
+}
+
 fn published(trace: [u8; 16], span: [u8; 8]) -> Context {
+    name_keys();
     let mut ctx = Context::new().unwrap();
     ctx.set_ids(&trace, &span, 1).unwrap();
     ctx.update().unwrap();
@@ -18,6 +31,7 @@ fn published(trace: [u8; 16], span: [u8; 8]) -> Context {
 
 #[test]
 fn attach_publishes_and_drop_unpublishes() {
+    name_keys();
     assert_eq!(read().unwrap_err(), Error::ENOCTX);
     assert!(!thread_has_context());
     let mut ctx = Context::new().unwrap();
@@ -42,6 +56,7 @@ fn attach_publishes_and_drop_unpublishes() {
 
 #[test]
 fn edits_through_the_guard_publish_on_commit() {
+    name_keys();
     let mut span = published(TRACE, SPAN).attach().unwrap();
     span.set_attr(1, "draft").unwrap();
     assert_eq!(read().unwrap().attr(1), None, "not committed yet");
@@ -73,6 +88,7 @@ fn edits_through_the_guard_publish_on_commit() {
 
 #[test]
 fn attach_refuses_uncommitted_edits_and_gives_the_context_back() {
+    name_keys();
     let mut ctx = Context::new().unwrap();
     ctx.set_attr(0, "x").unwrap();
     let err = ctx.attach().unwrap_err();
@@ -86,6 +102,7 @@ fn attach_refuses_uncommitted_edits_and_gives_the_context_back() {
 
 #[test]
 fn values_that_do_not_fit_are_the_library_errors() {
+    name_keys();
     let mut ctx = Context::new().unwrap();
     assert_eq!(ctx.set_attr(256, "x").unwrap_err(), Error::EKEY);
     assert_eq!(ctx.set_attr(u32::MAX, "x").unwrap_err(), Error::EKEY);
@@ -112,6 +129,7 @@ fn values_that_do_not_fit_are_the_library_errors() {
 
 #[test]
 fn errors_carry_the_code_and_the_library_text() {
+    name_keys();
     let e = Context::new().unwrap().set_attr(999, "x").unwrap_err();
     assert_eq!(e.code(), sys::OTEL_THREAD_CTX_EKEY);
     let c_text = unsafe { std::ffi::CStr::from_ptr(sys::otel_thread_ctx_strerror(e.code())) };
@@ -126,6 +144,7 @@ fn errors_carry_the_code_and_the_library_text() {
 
 #[test]
 fn nested_guards_restore_the_previous_context() {
+    name_keys();
     let outer = published([1; 16], [1; 8]).attach().unwrap();
     let inner = published([2; 16], [2; 8]).attach().unwrap();
     assert!(inner.has_previous());
@@ -138,6 +157,7 @@ fn nested_guards_restore_the_previous_context() {
 
 #[test]
 fn the_previous_context_is_restored_with_its_latest_edits() {
+    name_keys();
     // The outer context is detached while the inner one runs; its owner
     // (the outer guard) may edit it meanwhile.
     let mut outer = published([1; 16], [1; 8]).attach().unwrap();
@@ -152,6 +172,7 @@ fn the_previous_context_is_restored_with_its_latest_edits() {
 
 #[test]
 fn guards_dropped_out_of_order_free_nothing_in_use() {
+    name_keys();
     // On a thread of its own: the context left behind is freed by the
     // library when the thread exits.
     std::thread::spawn(|| {
@@ -172,6 +193,7 @@ fn guards_dropped_out_of_order_free_nothing_in_use() {
 
 #[test]
 fn a_detached_context_moves_between_threads() {
+    name_keys();
     let mut ctx = Context::new().unwrap();
     ctx.set_ids(&TRACE, &SPAN, 1).unwrap();
     let ctx = std::thread::spawn(move || {
@@ -189,6 +211,7 @@ fn a_detached_context_moves_between_threads() {
 
 #[test]
 fn decode_checks_a_record_from_elsewhere() {
+    name_keys();
     let mut bytes = vec![0u8; 640];
     bytes[..16].copy_from_slice(&TRACE);
     bytes[16..24].copy_from_slice(&SPAN);
@@ -208,6 +231,7 @@ fn decode_checks_a_record_from_elsewhere() {
 
 #[test]
 fn keys_register_find_and_name() {
+    name_keys();
     let a = register_key("rust.test.key.a").unwrap();
     let b = register_key("rust.test.key.b").unwrap();
     assert_ne!(a, b);
@@ -230,6 +254,7 @@ fn keys_register_find_and_name() {
 
 #[test]
 fn self_check_finds_the_exported_slot() {
+    name_keys();
     let r = self_check();
     assert_eq!(r.status, SelfCheckStatus::Ok, "{}", r.reason);
     assert!(r.result().is_ok());

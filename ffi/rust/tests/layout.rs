@@ -42,6 +42,8 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("attr_iter.align", align_of::<sys::otel_thread_ctx_attr_iter>());
     put("attr_iter.rec", offset!(sys::otel_thread_ctx_attr_iter, rec));
     put("attr_iter.pos", offset!(sys::otel_thread_ctx_attr_iter, pos));
+    put("attr_iter.keys", offset!(sys::otel_thread_ctx_attr_iter, keys));
+    put("attr_iter.unmapped", offset!(sys::otel_thread_ctx_attr_iter, unmapped));
     put("self_check.size", size_of::<sys::otel_thread_ctx_self_check>());
     put("self_check.align", align_of::<sys::otel_thread_ctx_self_check>());
     put("self_check.status", offset!(sys::otel_thread_ctx_self_check, status));

@@ -2,7 +2,7 @@
 //! Threads each publishing their own context: every thread reads back its
 //! own ids and attributes, never another thread's, while all of them change
 //! theirs.
-use otel_thread_ctx::{read, Context, Error};
+use otel_thread_ctx::{read, register_key, Context, Error};
 use std::sync::{Arc, Barrier};
 
 const THREADS: u8 = 8;
@@ -10,6 +10,8 @@ const ROUNDS: u32 = 2000;
 
 #[test]
 fn each_thread_reads_its_own_context() {
+    // Readers honour the key map: index 0 must name a key.
+    register_key("rust.threads.worker").unwrap();
     let barrier = Arc::new(Barrier::new(THREADS as usize));
     let handles: Vec<_> = (1..=THREADS)
         .map(|t| {
