@@ -545,6 +545,8 @@ START_TEST(schema_version_is_chosen_at_publish)
 	size_t n;
 	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
 
+	/* The eBPF profiler's limit (processcontext.go, maxPayloadSize). */
+	ck_assert_uint_eq(OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX, 65536);
 	publish_service();
 	s = read_self();
 	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
