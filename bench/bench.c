@@ -124,6 +124,7 @@ static void die(const char *fmt, ...)
  * baselines, a record for the reader. */
 struct fixture {
 	otel_thread_ctx *ctx[2];
+	otel_thread_ctx *shared[2]; /* frozen: shared contexts */
 	void *val[2];
 	struct otel_thread_ctx_record rec;
 };
@@ -183,6 +184,11 @@ static void fixture_init(struct fixture *fx, bool attrs)
 			set_attrs(fx->ctx[k], k);
 		CHECK(otel_thread_ctx_update(fx->ctx[k]));
 		fx->val[k] = &fx->ctx[k];
+		CHECK(otel_thread_ctx_create(&fx->shared[k]));
+		CHECK(otel_thread_ctx_set_ids(fx->shared[k], trace_ids[k], span_ids[k], 1));
+		if (attrs)
+			set_attrs(fx->shared[k], k);
+		CHECK(otel_thread_ctx_freeze(fx->shared[k]));
 	}
 }
 
@@ -191,8 +197,10 @@ static void fixture_fini(struct fixture *fx)
 	otel_thread_ctx *prev;
 
 	CHECK(otel_thread_ctx_detach(&prev));
-	for (unsigned k = 0; k < 2; k++)
+	for (unsigned k = 0; k < 2; k++) {
 		CHECK(otel_thread_ctx_destroy(fx->ctx[k]));
+		CHECK(otel_thread_ctx_destroy(fx->shared[k]));
+	}
 }
 
 static void attach_first(struct fixture *fx)
@@ -270,6 +278,42 @@ static void run_attach_detach(struct fixture *fx, uint64_t n)
 		CHECK(otel_thread_ctx_detach(&prev));
 		if (__builtin_expect(prev != fx->ctx[K], 0))
 			die("detach: wrong previous context");
+	}
+}
+
+/* The same with shared (frozen) contexts: a reference taken and dropped. */
+static void run_attach_shared(struct fixture *fx, uint64_t n)
+{
+	otel_thread_ctx *prev;
+
+	CHECK(otel_thread_ctx_attach(fx->shared[1], &prev));
+	LOOP {
+		CHECK(otel_thread_ctx_attach(fx->shared[K], &prev));
+		if (__builtin_expect(prev != fx->shared[K ^ 1], 0))
+			die("attach: wrong previous context");
+	}
+}
+
+static void run_attach_detach_shared(struct fixture *fx, uint64_t n)
+{
+	otel_thread_ctx *prev;
+
+	LOOP {
+		CHECK(otel_thread_ctx_attach(fx->shared[K], &prev));
+		if (__builtin_expect(prev != NULL, 0))
+			die("attach: wrong previous context");
+		CHECK(otel_thread_ctx_detach(&prev));
+		if (__builtin_expect(prev != fx->shared[K], 0))
+			die("detach: wrong previous context");
+	}
+}
+
+/* The sampling decision, after the span was published. */
+static void run_update_trace_flags(struct fixture *fx, uint64_t n)
+{
+	attach_first(fx);
+	LOOP {
+		CHECK(otel_thread_ctx_update_trace_flags(fx->ctx[0], (uint8_t)K));
 	}
 }
 
@@ -411,7 +455,10 @@ static struct op ops[] = {
 	OP("attach", "attach (replacing another)", LIBRARY, 1, false, 1.15, true, run_attach),
 	OP("detach_empty", "detach (nothing attached)", LIBRARY, 1, false, 1.15, true, run_detach_empty),
 	OP("attach_detach", "attach + detach (pair)", LIBRARY, 2, false, 1.15, true, run_attach_detach),
+	OP("attach_shared", "attach, shared context (replacing another)", LIBRARY, 1, false, 0, false, run_attach_shared),
+	OP("attach_detach_shared", "attach + detach, shared context (pair)", LIBRARY, 2, false, 0, false, run_attach_detach_shared),
 	OP("update_span_id", "update_span_id (span only, one call)", LIBRARY, 1, false, 1.5, true, run_update_span_id),
+	OP("update_trace_flags", "update_trace_flags (one call)", LIBRARY, 1, false, 0, false, run_update_trace_flags),
 	OP("update_span", "set_span_id + update", LIBRARY, 1, false, 0, true, run_update_span),
 	OP("update_ids", "set_ids + update", LIBRARY, 1, false, 0, true, run_update_ids),
 	OP("update_all", "update_all (ids + 4 x 16 B attributes, one call)", LIBRARY, 1, true, 4, true, run_update_all),
@@ -839,12 +886,45 @@ struct mem_sample {
 	long long heap;  /* heap growth, bytes; -1: unknown */
 };
 
+/* Heap per context by content: 0, 1 and 4 attributes of 16 bytes, in a
+ * context of the default capacity and in one sized to them. */
+static const unsigned sized_attrs[] = {0, 1, 4};
+#define N_SIZED (sizeof(sized_attrs) / sizeof(sized_attrs[0]))
+#define SIZED_COUNT 1000
+
 static struct {
 	size_t ctx_usable;      /* malloc_usable_size of a context */
 	size_t tls_bytes;       /* the library's PT_TLS segment */
 	unsigned threads;
 	struct mem_sample s[N_MEM_KINDS];
+	/* [attributes][0: default, 1: sized]: heap bytes per context over
+	 * SIZED_COUNT contexts (-1: unknown), and malloc_usable_size. */
+	double sized_heap[N_SIZED][2];
+	size_t sized_usable[N_SIZED][2];
 } mem;
+
+/* SIZED_COUNT contexts of one kind: heap growth per context. */
+static void measure_sized(unsigned attrs, bool sized, double *heap, size_t *usable)
+{
+	static otel_thread_ctx *ctxs[SIZED_COUNT];
+	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+	long long before = heap_in_use(), after;
+
+	if (sized)
+		o.attrs_capacity = attrs * (2 + ATTR_LEN);
+	for (unsigned i = 0; i < SIZED_COUNT; i++) {
+		CHECK(otel_thread_ctx_create_with(&ctxs[i], &o));
+		CHECK(otel_thread_ctx_set_ids(ctxs[i], trace_ids[0], span_ids[0], 1));
+		for (unsigned a = 0; a < attrs; a++)
+			CHECK(otel_thread_ctx_set_attr(ctxs[i], a + 1, attr_values[0][a], ATTR_LEN));
+		CHECK(otel_thread_ctx_update(ctxs[i]));
+	}
+	after = heap_in_use();
+	*heap = before < 0 ? -1 : (double)(after - before) / SIZED_COUNT;
+	*usable = malloc_usable_size(ctxs[0]);
+	for (unsigned i = 0; i < SIZED_COUNT; i++)
+		CHECK(otel_thread_ctx_destroy(ctxs[i]));
+}
 
 static int find_tls(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -987,6 +1067,10 @@ static void run_memory(void)
 	mem.threads = opt.mem_threads;
 	for (enum mem_kind k = 0; k < N_MEM_KINDS; k++)
 		in_child(mem_child, &k, &mem.s[k], sizeof(mem.s[k]));
+	for (size_t a = 0; a < N_SIZED; a++)
+		for (int sized = 0; sized < 2; sized++)
+			measure_sized(sized_attrs[a], sized, &mem.sized_heap[a][sized],
+				      &mem.sized_usable[a][sized]);
 }
 
 /* Growth per thread that the contexts account for. */
@@ -1256,6 +1340,13 @@ static void print_memory(FILE *f, bool markdown)
 	const char *li = markdown ? "- " : "  ";
 	double per_thread = mem_per_thread();
 
+	for (size_t a = 0; a < N_SIZED; a++)
+		fprintf(f, "%sheap per context with ids and %u attribute%s of %u B: %.0f B with the "
+			   "default capacity (usable %zu B), %.0f B sized to them (capacity %u B, "
+			   "usable %zu B)\n",
+			li, sized_attrs[a], sized_attrs[a] == 1 ? "" : "s", ATTR_LEN,
+			mem.sized_heap[a][0], mem.sized_usable[a][0], mem.sized_heap[a][1],
+			sized_attrs[a] * (2 + ATTR_LEN), mem.sized_usable[a][1]);
 	fprintf(f, "%smemory per thread with a context attached: %.0f B = %.2f KiB "
 		   "(target <= 1.5 KiB: %s): heap %.0f B per context (malloc_usable_size %zu B) "
 		   "+ %zu B of TLS (the library's PT_TLS)\n",

@@ -245,6 +245,9 @@ enum otel_thread_ctx_error {
 	 * OTEL_THREAD_CTX_ATTRS_MAX), otel_thread_ctx_process_publish_with()
 	 * (size too small, an unknown schema or fork value). */
 	OTEL_THREAD_CTX_EOPTIONS = -4021,
+	/* The context is frozen (otel_thread_ctx_freeze()): it cannot be
+	 * edited, committed or invalidated any more. */
+	OTEL_THREAD_CTX_EFROZEN = -4022,
 };
 
 /* A static, English description of an error code of this header; never
@@ -387,6 +390,15 @@ int otel_thread_ctx_update(otel_thread_ctx *ctx);
 int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8]);
 
 /*
+ * otel_thread_ctx_set_trace_flags() and otel_thread_ctx_update() in one
+ * call: the step a tracer takes when the sampling decision arrives after
+ * the span was published.  Errors: ENULL; EFROZEN; EBUSY when ctx is
+ * attached to another thread; EIDS when the flags are non-zero and there
+ * are no ids.
+ */
+int otel_thread_ctx_update_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags);
+
+/*
  * otel_thread_ctx_set_ids(), otel_thread_ctx_set_attrs() and
  * otel_thread_ctx_update() in one call, with every argument checked before
  * anything changes: the step a tracer takes when a thread starts work on a
@@ -423,6 +435,43 @@ int otel_thread_ctx_detach(otel_thread_ctx **prev);
  * Errors: ENULL; EBUSY when ctx is attached to another thread.
  */
 int otel_thread_ctx_invalidate(otel_thread_ctx *ctx);
+
+/*
+ * Shared contexts
+ * ---------------
+ * A runtime with user-level tasks (async Rust, asyncio, fibers, an M:N
+ * scheduler) may run one task's context on several threads at once.
+ * otel_thread_ctx_freeze() commits what ctx holds and makes it immutable
+ * and shared: any number of threads may then attach it at the same time
+ * (attach and update_attach never refuse it), each holding a reference,
+ * as does the caller; destroy() gives up the caller's reference only, and
+ * detach, an attach that replaces it, or thread exit give up a thread's.
+ * The last holder to let go frees it.  A reference dropped by detach or
+ * attach (which stay async-signal-safe and take no lock) does not call
+ * free(): the context is freed by the next create, destroy or thread exit
+ * of any thread.  Setters, commits and invalidate fail with EFROZEN; to
+ * change what a task publishes, freeze a new context.  Destroy a frozen
+ * context once, as any other.  In the child of a fork(), a frozen context
+ * that threads of the parent had attached keeps their references: it is
+ * not freed there.
+ *
+ * Errors: ENULL; EBUSY when ctx is attached to another thread; EOPTIONS
+ * for a context created with OTEL_THREAD_CTX_FREE_WITH_THREAD (it belongs
+ * to one thread).  Freezing a frozen context does nothing.
+ * Async-signal-safe.
+ */
+int otel_thread_ctx_freeze(otel_thread_ctx *ctx);
+
+/*
+ * Copies what ctx has committed (ids, flags, attributes: its published
+ * record, even while invalidated) into *out: the 28-byte header, with valid
+ * set to 1, then attrs_data_size bytes of attributes; the rest of
+ * out->attrs_data is left as it was.  No allocation: for a tracer that
+ * restores a parent span, or copies a context to a new task.
+ * Errors: ENULL; EBUSY when ctx is attached to another thread (a frozen
+ * context may be read from any thread).  Async-signal-safe.
+ */
+int otel_thread_ctx_committed(otel_thread_ctx *ctx, struct otel_thread_ctx_record *out);
 
 /* The context attached to the calling thread, or NULL.  Borrowed: the thread
  * still owns it. */

@@ -63,6 +63,8 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "a system call failed (see errno)";
 	case OTEL_THREAD_CTX_EDUPKEY:
 		return "the same attribute key is given twice";
+	case OTEL_THREAD_CTX_EFROZEN:
+		return "the context is frozen: it cannot be edited, committed or invalidated";
 	case OTEL_THREAD_CTX_EOPTIONS:
 		return "invalid options (size too small, an unknown flag or value, or an attribute capacity above 612 bytes)";
 	}

@@ -17,6 +17,13 @@
  * a release store once its slot no longer leads to the context, after which
  * it never touches it again.  Everything that needs "not attached to another
  * thread" (setters, commits, destroy) loads the word with acquire.
+ *
+ * A frozen context (otel_thread_ctx_freeze()) is immutable and shared: any
+ * number of threads attach it at once, each holding a reference, as does
+ * its creator; the last holder to let go frees it.  A reference dropped by
+ * detach or attach, which must stay async-signal-safe, does not call
+ * free(): the context goes on a lock-free list that the next create,
+ * destroy or thread exit empties.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,8 +58,11 @@ struct otel_thread_ctx {
 	unsigned int edits;
 	/* Bytes of attribute entries a record of this context may hold. */
 	uint16_t capacity;
-	/* OTEL_THREAD_CTX_FREE_WITH_THREAD ... */
+	/* OTEL_THREAD_CTX_FREE_WITH_THREAD, FROZEN. */
 	uint16_t flags;
+	/* Frozen: how many hold it (its creator, and each thread it is
+	 * attached to). */
+	uint32_t refs;
 	/* The two records follow, each 16-byte aligned. */
 	_Alignas(16) unsigned char storage[];
 };
@@ -66,6 +76,8 @@ struct otel_thread_ctx {
 #define EDITED 0x80u
 
 #define CREATE_FLAGS OTEL_THREAD_CTX_FREE_WITH_THREAD
+/* Set by otel_thread_ctx_freeze(), never cleared. */
+#define FROZEN 0x8000u
 
 _Static_assert(OTEL_THREAD_CTX_KEY_MAX == OTEL_THREAD_CTX_VALUE_MAX,
 	       "attrs_encode() tests key and length against one bound");
@@ -147,6 +159,8 @@ static inline bool live_token(uint64_t token)
 	return token != 0 && token >> TOKEN_SERIAL_BITS == current_generation();
 }
 
+static inline bool frozen(const struct otel_thread_ctx *ctx);
+
 /* True when ctx is attached to a thread other than the one owning `t`. */
 static inline bool attached_elsewhere(const struct otel_thread_ctx *ctx,
 				      const struct otel__thread *t)
@@ -168,6 +182,23 @@ static inline bool busy(const struct otel_thread_ctx *ctx)
 	return owner != 0 && owner != otel__thread_self()->token && live_token(owner);
 }
 
+/* 0 when the calling thread may edit ctx, else why not: a frozen context
+ * (EFROZEN), or one attached to another thread (EBUSY). */
+static inline int refuse_edit(const struct otel_thread_ctx *ctx)
+{
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_EFROZEN;
+	return busy(ctx) ? OTEL_THREAD_CTX_EBUSY : OTEL_THREAD_CTX_OK;
+}
+
+/* Returns from the calling function when refuse_edit() refuses. */
+#define REFUSE_EDIT(ctx)                                                        \
+	do {                                                                    \
+		int refused_ = refuse_edit(ctx);                                \
+		if (refused_ != 0)                                              \
+			return refused_;                                        \
+	} while (0)
+
 /* Makes the calling thread (token t->token) the owner of ctx, unless another
  * thread of this process is. */
 static inline bool claim(struct otel_thread_ctx *ctx, const struct otel__thread *t)
@@ -184,6 +215,65 @@ static inline bool claim(struct otel_thread_ctx *ctx, const struct otel__thread 
 static inline void unclaim(struct otel_thread_ctx *ctx)
 {
 	__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELEASE);
+}
+
+static inline bool frozen(const struct otel_thread_ctx *ctx)
+{
+	return __atomic_load_n(&ctx->flags, __ATOMIC_RELAXED) & FROZEN;
+}
+
+/* Frozen contexts whose last reference was dropped where free() may not be
+ * called; linked through their `draft` field. */
+static struct otel_thread_ctx *deferred;
+
+/* Async-signal-safe: a compare-and-swap loop, no lock. */
+static void defer_free(struct otel_thread_ctx *ctx)
+{
+	struct otel_thread_ctx *head = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
+
+	do
+		ctx->draft = (struct otel_thread_ctx_record *)(void *)head;
+	while (!__atomic_compare_exchange_n(&deferred, &head, ctx, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/* Frees what defer_free() kept.  Not async-signal-safe. */
+static void free_deferred(void)
+{
+	struct otel_thread_ctx *ctx;
+
+	if (__atomic_load_n(&deferred, __ATOMIC_RELAXED) == NULL)
+		return;
+	ctx = __atomic_exchange_n(&deferred, NULL, __ATOMIC_ACQUIRE);
+	while (ctx != NULL) {
+		struct otel_thread_ctx *next = (struct otel_thread_ctx *)(void *)ctx->draft;
+
+		free(ctx);
+		ctx = next;
+	}
+}
+
+/* Drops one reference to a frozen context; the last one frees it, at once
+ * if `may_free`, else later (defer_free()). */
+static void unhold(struct otel_thread_ctx *ctx, bool may_free)
+{
+	if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_RELEASE) != 0)
+		return;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (may_free)
+		free(ctx);
+	else
+		defer_free(ctx);
+}
+
+/* What a thread that stops publishing ctx gives back: its claim, or its
+ * reference to a frozen context. */
+static inline void let_go(struct otel_thread_ctx *ctx, bool may_free)
+{
+	if (frozen(ctx))
+		unhold(ctx, may_free);
+	else
+		unclaim(ctx);
 }
 
 /* Makes `rec` (or NULL) what the thread publishes. */
@@ -315,7 +405,7 @@ static void detach_thread(struct otel__thread *t, bool exiting)
 	if (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))
 		free(ctx);
 	else
-		unclaim(ctx);
+		let_go(ctx, exiting);
 }
 
 /* pthread key destructor, run by the exiting thread itself. */
@@ -327,6 +417,7 @@ static void on_thread_exit(void *arg)
 	t->hooked = 0;
 	if (t->ctx != NULL)
 		detach_thread(t, true);
+	free_deferred();
 }
 
 static void after_fork_child(void)
@@ -355,6 +446,7 @@ OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	free_deferred();
 	if (options != NULL) {
 		if (options->size < sizeof(*options) || (options->flags & ~CREATE_FLAGS) != 0 ||
 		    options->attrs_capacity > OTEL_THREAD_CTX_ATTRS_MAX)
@@ -388,6 +480,12 @@ OTEL_EXPORT int otel_thread_ctx_destroy(otel_thread_ctx *ctx)
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_OK;
+	free_deferred();
+	if (frozen(ctx)) {
+		/* The caller's reference; threads keep theirs. */
+		unhold(ctx, true);
+		return OTEL_THREAD_CTX_OK;
+	}
 	t = otel__thread_self();
 	if (t->ctx == ctx) {
 		/* Attached to the calling thread: unpublished first. */
@@ -429,8 +527,7 @@ OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trac
 {
 	if (ctx == NULL || trace_id == NULL || span_id == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	if (!ids_valid(trace_id, span_id, trace_flags))
 		return OTEL_THREAD_CTX_EIDS;
 	write_ids(edit(ctx, FIELD_IDS, FIELD_IDS), trace_id, span_id, trace_flags);
@@ -447,8 +544,7 @@ OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t 
 {
 	if (ctx == NULL || span_id == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	if (!span_fits(ctx, span_id))
 		return OTEL_THREAD_CTX_EIDS;
 	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
@@ -459,8 +555,7 @@ OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t tr
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
 		return OTEL_THREAD_CTX_EIDS;
 	edit(ctx, FIELD_FLAGS, FIELD_FLAGS)->trace_flags = trace_flags;
@@ -473,8 +568,7 @@ OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	d = edit(ctx, FIELD_IDS, FIELD_IDS);
 	memset(d->trace_id, 0, sizeof(d->trace_id));
 	memset(d->span_id, 0, sizeof(d->span_id));
@@ -498,8 +592,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 		return OTEL_THREAD_CTX_EVALUE;
 	if (value == NULL && len != 0)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	if (!otel__utf8_valid(value, len))
 		return OTEL_THREAD_CTX_EUTF8;
 
@@ -616,8 +709,7 @@ OTEL_EXPORT int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx,
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	return replace_attrs(ctx, FIELD_ATTRS, attrs, n);
 }
 
@@ -631,8 +723,7 @@ OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int k
 		return OTEL_THREAD_CTX_ENULL;
 	if (key > OTEL_THREAD_CTX_KEY_MAX)
 		return OTEL_THREAD_CTX_EKEY;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	at = find_attr(view(ctx), key);
 	if (at < 0)
 		return OTEL_THREAD_CTX_OK;
@@ -648,8 +739,7 @@ OTEL_EXPORT int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx)
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
+	REFUSE_EDIT(ctx);
 	if (view(ctx)->attrs_data_size != 0)
 		edit(ctx, FIELD_ATTRS, FIELD_ATTRS)->attrs_data_size = 0;
 	return OTEL_THREAD_CTX_OK;
@@ -687,7 +777,10 @@ __attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
 	if (old != ctx) {
 		if (__builtin_expect(!t->hooked, 0))
 			return attach_first(ctx, prev, commit_first);
-		if (!claim(ctx, t))
+		if (frozen(ctx))
+			/* Immutable and shared: one more holder, no edits. */
+			__atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);
+		else if (!claim(ctx, t))
 			return OTEL_THREAD_CTX_EBUSY;
 	}
 	if (commit_first) {
@@ -701,7 +794,7 @@ __attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
 	publish(t, ctx->shown);
 	/* The old context is unreachable from the slot: give it up. */
 	if (old != NULL && old != ctx)
-		unclaim(old);
+		let_go(old, false);
 	*prev = old;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -738,6 +831,8 @@ OTEL_EXPORT int otel_thread_ctx_update(otel_thread_ctx *ctx)
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_EFROZEN;
 	t = otel__thread_self();
 	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
@@ -752,12 +847,34 @@ OTEL_EXPORT int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8
 
 	if (ctx == NULL || span_id == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_EFROZEN;
 	t = otel__thread_self();
 	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
 	if (!span_fits(ctx, span_id))
 		return OTEL_THREAD_CTX_EIDS;
 	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
+	swap_records(ctx);
+	if (t->ctx == ctx)
+		publish(t, ctx->shown);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags)
+{
+	struct otel__thread *t;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_EFROZEN;
+	t = otel__thread_self();
+	if (attached_elsewhere(ctx, t))
+		return OTEL_THREAD_CTX_EBUSY;
+	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	edit(ctx, FIELD_FLAGS, FIELD_FLAGS)->trace_flags = trace_flags;
 	swap_records(ctx);
 	if (t->ctx == ctx)
 		publish(t, ctx->shown);
@@ -775,6 +892,8 @@ OTEL_EXPORT int otel_thread_ctx_update_all(otel_thread_ctx *ctx, const uint8_t t
 		return OTEL_THREAD_CTX_ENULL;
 	if (!ids_valid(trace_id, span_id, trace_flags))
 		return OTEL_THREAD_CTX_EIDS;
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_EFROZEN;
 	t = otel__thread_self();
 	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
@@ -810,12 +929,55 @@ OTEL_EXPORT int otel_thread_ctx_invalidate(otel_thread_ctx *ctx)
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_EFROZEN;
 	t = otel__thread_self();
 	if (attached_elsewhere(ctx, t))
 		return OTEL_THREAD_CTX_EBUSY;
 	ctx->shown = NULL;
 	if (t->ctx == ctx)
 		publish(t, NULL);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_freeze(otel_thread_ctx *ctx)
+{
+	struct otel__thread *t;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (frozen(ctx))
+		return OTEL_THREAD_CTX_OK;
+	if (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD)
+		return OTEL_THREAD_CTX_EOPTIONS;
+	t = otel__thread_self();
+	if (attached_elsewhere(ctx, t))
+		return OTEL_THREAD_CTX_EBUSY;
+	/* What it holds now is what it will publish, shown. */
+	if (commit(ctx) && t->ctx == ctx)
+		publish(t, ctx->shown);
+	/* Its holders: the caller, and the calling thread if it is attached
+	 * here (its claim becomes a reference). */
+	ctx->refs = t->ctx == ctx ? 2 : 1;
+	__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctx->flags, (uint16_t)(ctx->flags | FROZEN), __ATOMIC_RELEASE);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_committed(otel_thread_ctx *ctx,
+					  struct otel_thread_ctx_record *out)
+{
+	const struct otel_thread_ctx_record *p;
+
+	if (ctx == NULL || out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	/* A frozen context is immutable: any thread may read it. */
+	if (!frozen(ctx) && busy(ctx))
+		return OTEL_THREAD_CTX_EBUSY;
+	p = ctx->pub;
+	memcpy(out, p, HEADER_SIZE);
+	out->valid = 1;
+	otel__copy_bytes(out->attrs_data, p->attrs_data, p->attrs_data_size);
 	return OTEL_THREAD_CTX_OK;
 }
 
