@@ -9,8 +9,9 @@
  * MODE:
  *   values   WORKERS threads publish known records (expected.h) through
  *            the library; one more thread publishes nothing
- *   manual   the same records, built here and stored in the slot directly
- *            (for a module that only defines the slot, --lib gd-slot)
+ *   manual   the same records, built here and published by the module's
+ *            own code (plain_slot_publish() of plain-slot.c), or stored in
+ *            the slot directly when the module only defines it
  *   storm    one thread commits records derived from one counter as fast
  *            as it can (expected.h, storm_fill)
  *   hostile  one thread per broken record (expected.h, HOSTILE_*)
@@ -19,7 +20,8 @@
  *
  * It publishes a process context naming the keys (when the module has the
  * library), prints "ready" and, per thread to check, " TID:SLOT" (SLOT: the
- * slot's address in that thread, from dlsym()), then waits for stdin to
+ * slot's address in that thread, from dlsym(); with plain-slot.c also from
+ * the writer's own access, which must agree), then waits for stdin to
  * close.  It exits 0 only if every thread was still making progress after
  * the inspection, so a target left stopped, or killed, fails the test.
  */
@@ -51,6 +53,15 @@ struct api {
 
 static struct api api;
 static void *handle;
+
+#ifdef TARGET_PLAIN
+void **plain_slot_address(void);
+void plain_slot_publish(const void *record);
+#endif
+
+/* The writer's own accesses (plain-slot.c), when the module has them. */
+static void **(*plain_address)(void);
+static void (*plain_publish)(const void *);
 
 struct thread {
 	pthread_t t;
@@ -86,6 +97,18 @@ static const struct otel_thread_ctx_record **slot(void)
 	return (const struct otel_thread_ctx_record **)sym("otel_thread_ctx_v1");
 }
 
+/* The slot's address in this thread.  The writer's own access comes first,
+ * so that in dynamic TLS it is the one that allocates the block. */
+static uintptr_t slot_checked(void)
+{
+	uintptr_t own = plain_address != NULL ? (uintptr_t)plain_address() : 0;
+	uintptr_t loader = (uintptr_t)slot();
+
+	if (plain_address != NULL && own != loader)
+		die("the writer's own access and dlsym() disagree on the slot's address");
+	return loader;
+}
+
 static const struct otel_thread_ctx_options given = {
 	sizeof(struct otel_thread_ctx_options), OTEL_THREAD_CTX_FREE_WITH_THREAD,
 	OTEL_THREAD_CTX_ATTRS_MAX,
@@ -115,7 +138,10 @@ static void publish_manual(int i)
 	static struct otel_thread_ctx_record recs[EXPECTED_MAX_THREADS];
 
 	expected_record(i, &recs[i]);
-	__atomic_store_n(slot(), &recs[i], __ATOMIC_RELEASE);
+	if (plain_publish != NULL)
+		plain_publish(&recs[i]);
+	else
+		__atomic_store_n(slot(), &recs[i], __ATOMIC_RELEASE);
 }
 
 /* Broken records: aligned storage, more than a record's size. */
@@ -213,7 +239,7 @@ static void *worker(void *arg)
 		expected_name(t->index, name);
 		pthread_setname_np(pthread_self(), name);
 		if (t->index != EXPECTED_IDLE) {
-			t->slot = (uintptr_t)slot();
+			t->slot = slot_checked();
 			if (strcmp(mode, "manual") == 0)
 				publish_manual(t->index);
 			else
@@ -239,8 +265,19 @@ static void setup_api(const char *lib)
 	} else {
 		handle = RTLD_DEFAULT;
 	}
-	if (strcmp(mode, "manual") == 0)
-		return; /* the module may be one that only defines the slot */
+	if (strcmp(mode, "manual") == 0) {
+		/* The module may be one that only defines the slot. */
+#ifdef TARGET_PLAIN
+		if (lib == NULL) {
+			plain_address = plain_slot_address;
+			plain_publish = plain_slot_publish;
+			return;
+		}
+#endif
+		*(void **)&plain_address = dlsym(handle, "plain_slot_address");
+		*(void **)&plain_publish = dlsym(handle, "plain_slot_publish");
+		return;
+	}
 #ifdef TARGET_LINKED
 	if (lib == NULL) {
 		api.create_with = otel_thread_ctx_create_with;
