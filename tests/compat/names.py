@@ -88,8 +88,13 @@ def is_library(name):
 
 def check_install(nm, meson, build_root):
     with tempfile.TemporaryDirectory() as destdir:
-        subprocess.run([meson, "install", "-C", build_root, "--no-rebuild", "--destdir", destdir],
-                       check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run([meson, "install", "-C", build_root, "--no-rebuild",
+                               "--destdir", destdir], capture_output=True, text=True)
+        if done.returncode != 0:
+            # A target meson.build does not list in the test's depends is
+            # not built yet.
+            fail("meson install --destdir failed:\n" + done.stdout[-2000:] + done.stderr)
+            return
         files = []
         for root, _, names in os.walk(destdir):
             files += [os.path.join(root, n) for n in names]
