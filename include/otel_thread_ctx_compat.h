@@ -162,7 +162,10 @@ static inline bool otel_process_ctx_read_drop(otel_process_ctx_read_result *resu
  * payload, new timestamp; a new mapping only when the schema version
  * changes).  In a child made by fork(), which inherits no context,
  * publishes a new one.  On failure, error_message says why and the context
- * stays as it was (but for key names registered before the failure).
+ * stays as it was, with two exceptions: key names registered before a late
+ * failure (memory, size, mapping) stay registered, and when the schema
+ * version changes, the old context is withdrawn before the new one is
+ * published, so a failure there leaves nothing published.
  * Thread-safe (libotel-thread-ctx's lock), not async-signal-safe.
  */
 otel_process_ctx_result otel_process_ctx_publish(const otel_process_ctx_data *data);
