@@ -646,9 +646,8 @@ impl fmt::Debug for SharedContext {
 /// `Sync`), in the reverse order of attaching: the thread then publishes
 /// again what it published before.  A guard dropped while a context
 /// attached after it still is changes nothing and keeps the shared context
-/// alive for the later guard, which attaches it again when it ends (the
-/// caller's reference is then never given up: a leak, not a dangling
-/// pointer).
+/// alive, until the thread exits, for the later guard, which attaches it
+/// again when it ends.
 pub struct SharedAttached {
     shared: SharedContext,
     prev: *mut sys::otel_thread_ctx,
@@ -667,11 +666,25 @@ impl SharedAttached {
     }
 }
 
+thread_local! {
+    /// Shared contexts whose guard was dropped out of order on this thread:
+    /// a later guard attaches them again, so they are kept until the thread
+    /// exits.  (Clippy 1.63 mistakes the const initializer for a const
+    /// item.)
+    #[allow(clippy::declare_interior_mutable_const)]
+    static KEPT: std::cell::RefCell<Vec<SharedContext>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Drop for SharedAttached {
     fn drop(&mut self) {
         if restore(self.shared.as_ptr(), self.prev).is_err() {
             // Out of order: a later guard will attach this context again.
-            std::mem::forget(self.shared.clone());
+            let kept = self.shared.clone();
+            if KEPT.try_with(|k| k.borrow_mut().push(kept.clone())).is_err() {
+                // The thread is exiting: never given up, rather than freed
+                // while in use.
+                std::mem::forget(kept);
+            }
         }
     }
 }
