@@ -71,7 +71,8 @@ class Loading(unittest.TestCase):
         self.assertEqual(otc.library_path, os.environ["OTEL_THREAD_CTX_LIBRARY"])
 
     def run_python(self, code, env):
-        base = {k: v for k, v in os.environ.items() if k != "OTEL_THREAD_CTX_LIBRARY"}
+        base = {k: v for k, v in os.environ.items()
+                if k not in ("OTEL_THREAD_CTX_LIBRARY", "OTEL_THREAD_CTX_INSPECT_LIBRARY")}
         base.update(env)
         # OTEL_TEST_PYTHON: how meson test started this interpreter (under
         # an emulator in a cross build).
@@ -91,6 +92,40 @@ class Loading(unittest.TestCase):
         self.assertTrue(os.path.isabs(loaded), loaded)
         self.assertEqual(os.path.realpath(loaded),
                          os.path.realpath(os.environ["OTEL_THREAD_CTX_LIBRARY"]))
+
+    def test_pkg_config_finds_the_inspector(self):
+        pc_dir = os.environ.get("OTEL_TEST_PKG_CONFIG_PATH")
+        if not pc_dir or shutil.which("pkg-config") is None:
+            self.skipTest("no pkg-config, or OTEL_TEST_PKG_CONFIG_PATH not set")
+        r = self.run_python("import otel_thread_ctx.inspect as i; print(i.library_path)",
+                            {"PKG_CONFIG_PATH": pc_dir})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.path.realpath(r.stdout.strip()),
+                         os.path.realpath(os.environ["OTEL_THREAD_CTX_INSPECT_LIBRARY"]))
+
+    def test_the_inspector_is_loaded_only_when_used(self):
+        code = ("import otel_thread_ctx\n"
+                "def loaded():\n"
+                "    with open('/proc/self/maps') as f:\n"
+                "        return 'libotel-thread-ctx-inspect' in f.read()\n"
+                "print(loaded())\n"
+                "import otel_thread_ctx.inspect\n"
+                "print(loaded())\n")
+        r = self.run_python(code, {"OTEL_THREAD_CTX_LIBRARY": os.environ["OTEL_THREAD_CTX_LIBRARY"],
+                                   "OTEL_THREAD_CTX_INSPECT_LIBRARY":
+                                       os.environ["OTEL_THREAD_CTX_INSPECT_LIBRARY"]})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["False", "True"])
+
+    def test_bad_inspector_override_fails_only_the_inspector(self):
+        r = self.run_python(
+            "import otel_thread_ctx\nprint('writer loaded')\nimport otel_thread_ctx.inspect",
+            {"OTEL_THREAD_CTX_LIBRARY": os.environ["OTEL_THREAD_CTX_LIBRARY"],
+             "OTEL_THREAD_CTX_INSPECT_LIBRARY": "/nonexistent/libotel-thread-ctx-inspect.so.1"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("writer loaded", r.stdout)
+        self.assertIn("ImportError", r.stderr)
+        self.assertIn("OTEL_THREAD_CTX_INSPECT_LIBRARY=/nonexistent/", r.stderr)
 
     def test_bad_override_fails_without_fallback(self):
         r = self.run_python("import otel_thread_ctx",
