@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Finds the C library for the linker, and takes the README's Rust example
-//! so that `cargo test` compiles and runs it as printed.
+//! Finds the C libraries for the linker, and takes the Rust examples of
+//! doc/bindings.md so that `cargo test` compiles and runs them as printed.
 //!
 //! The library: the directory in OTEL_THREAD_CTX_LIB_DIR if set, otherwise
 //! what `pkg-config --libs otel-thread-ctx` says (PKG_CONFIG names another
 //! pkg-config; PKG_CONFIG_PATH is respected, and finds the uninstalled .pc of
-//! a Meson build directory, `BUILD/meson-uninstalled`).  Every directory is
-//! also put in the run-time search path (rpath) of the programs linked, so
-//! tests and examples find the library without LD_LIBRARY_PATH.
+//! a Meson build directory, `BUILD/meson-uninstalled`).  With the feature
+//! `inspect`, libotel-thread-ctx-inspect too, the same way (pkg-config
+//! otel-thread-ctx-inspect).  Every directory is also put in the run-time
+//! search path (rpath) of the programs linked, so tests and examples find
+//! the libraries without LD_LIBRARY_PATH.
 use std::env;
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
 const LIBRARY: &str = "otel-thread-ctx";
+const INSPECT_LIBRARY: &str = "otel-thread-ctx-inspect";
 
 fn main() {
     for var in [
@@ -28,10 +31,25 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=build.rs");
 
-    let (dirs, libs) = match env::var_os("OTEL_THREAD_CTX_LIB_DIR") {
-        Some(dir) => (vec![PathBuf::from(dir)], vec![LIBRARY.to_string()]),
-        None => pkg_config(),
-    };
+    let inspect = env::var_os("CARGO_FEATURE_INSPECT").is_some();
+    let wanted: &[&str] = if inspect { &[INSPECT_LIBRARY, LIBRARY] } else { &[LIBRARY] };
+    let (mut dirs, mut libs) = (Vec::new(), Vec::new());
+    for library in wanted {
+        let (d, l) = match env::var_os("OTEL_THREAD_CTX_LIB_DIR") {
+            Some(dir) => (vec![PathBuf::from(dir)], vec![library.to_string()]),
+            None => pkg_config(library),
+        };
+        for dir in d {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        for lib in l {
+            if !libs.contains(&lib) {
+                libs.push(lib);
+            }
+        }
+    }
     for dir in &dirs {
         println!("cargo:rustc-link-search=native={}", dir.display());
         println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
@@ -40,20 +58,20 @@ fn main() {
         println!("cargo:rustc-link-lib=dylib={}", lib);
     }
 
-    readme_example();
+    readme_examples();
 }
 
-/// The -L directories and -l libraries of `pkg-config --libs`.
-fn pkg_config() -> (Vec<PathBuf>, Vec<String>) {
+/// The -L directories and -l libraries of `pkg-config --libs LIBRARY`.
+fn pkg_config(library: &str) -> (Vec<PathBuf>, Vec<String>) {
     let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".to_string());
     let output = Command::new(&program)
-        .args(["--libs", LIBRARY])
+        .args(["--libs", library])
         .output()
         .unwrap_or_else(|e| {
             panic!(
                 "cannot run `{} --libs {}`: {} (install pkg-config, or set \
-                 OTEL_THREAD_CTX_LIB_DIR to the directory of libotel-thread-ctx.so)",
-                program, LIBRARY, e
+                 OTEL_THREAD_CTX_LIB_DIR to the directory of lib{}.so)",
+                program, library, e, library
             )
         });
     if !output.status.success() {
@@ -62,7 +80,7 @@ fn pkg_config() -> (Vec<PathBuf>, Vec<String>) {
              PKG_CONFIG_PATH at the directory of its .pc file, or set \
              OTEL_THREAD_CTX_LIB_DIR)",
             program,
-            LIBRARY,
+            library,
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
@@ -77,19 +95,22 @@ fn pkg_config() -> (Vec<PathBuf>, Vec<String>) {
             libs.push(lib.to_string());
         }
     }
-    if !libs.iter().any(|l| l == LIBRARY) {
-        panic!("`{} --libs {}` does not name -l{}: {}", program, LIBRARY, LIBRARY, text);
+    if !libs.iter().any(|l| l == library) {
+        panic!("`{} --libs {}` does not name -l{}: {}", program, library, library, text);
     }
     (dirs, libs)
 }
 
-/// Writes OUT_DIR/readme_rust.md, the example of doc/bindings.md under "### Rust" as
-/// a doctest (src/lib.rs includes it).  OTEL_THREAD_CTX_README names that
-/// file (Meson sets it; then it must hold the example); by default the
+/// Writes OUT_DIR/readme_rust.md and OUT_DIR/readme_rust_inspect.md, the
+/// first and second ```rust blocks of doc/bindings.md under "### Rust", as
+/// doctests (src/lib.rs includes them; the second, which reads another
+/// process, with the feature `inspect` only).  OTEL_THREAD_CTX_README names
+/// that file (Meson sets it; then it must hold both); by default the
 /// repository's, which a copy of the crate alone does not have: then there
-/// is no such doctest.
-fn readme_example() {
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR")).join("readme_rust.md");
+/// are no such doctests.
+fn readme_examples() {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let outs = [out_dir.join("readme_rust.md"), out_dir.join("readme_rust_inspect.md")];
     let (path, required) = match env::var_os("OTEL_THREAD_CTX_README") {
         Some(p) => (PathBuf::from(p), true),
         None => {
@@ -102,19 +123,25 @@ fn readme_example() {
         Ok(t) => t,
         Err(e) if !required => {
             println!("cargo:warning=no README example to test ({}: {})", path.display(), e);
-            fs::write(&out, "").expect("writing readme_rust.md");
+            for out in &outs {
+                fs::write(out, "").expect("writing the README's examples");
+            }
             return;
         }
         Err(e) => panic!("cannot read {}: {}", path.display(), e),
     };
-    let code = extract_rust_example(&text)
-        .unwrap_or_else(|why| panic!("{}: {}", path.display(), why));
-    fs::write(&out, format!("```rust\n{}```\n", code)).expect("writing readme_rust.md");
+    let examples = extract_rust_examples(&text).unwrap_or_else(|why| panic!("{}: {}", path.display(), why));
+    if examples.len() != 2 {
+        panic!("{}: \"### Rust\" has {} ```rust blocks, not 2", path.display(), examples.len());
+    }
+    for (out, code) in outs.iter().zip(&examples) {
+        fs::write(out, format!("```rust\n{}```\n", code)).expect("writing the README's examples");
+    }
 }
 
-/// The first ```rust block of the "### Rust" subsection of
+/// The ```rust blocks of the "### Rust" subsection of
 /// "## Bindings: Python and Rust", unchanged.
-fn extract_rust_example(text: &str) -> Result<String, String> {
+fn extract_rust_examples(text: &str) -> Result<Vec<String>, String> {
     let mut lines = text.lines();
     lines
         .by_ref()
@@ -128,24 +155,30 @@ fn extract_rust_example(text: &str) -> Result<String, String> {
             return Err("no subsection \"### Rust\" in \"## Bindings: Python and Rust\"".into());
         }
     }
-    for line in lines.by_ref() {
+    let mut examples = Vec::new();
+    while let Some(line) = lines.next() {
         if line == "```rust" {
             let mut code = String::new();
-            for line in lines.by_ref() {
-                if line == "```" {
-                    if code.trim().is_empty() {
-                        return Err("the ```rust block of \"### Rust\" is empty".into());
+            loop {
+                match lines.next() {
+                    Some("```") => break,
+                    Some(line) => {
+                        code.push_str(line);
+                        code.push('\n');
                     }
-                    return Ok(code);
+                    None => return Err("a ```rust block of \"### Rust\" does not end".into()),
                 }
-                code.push_str(line);
-                code.push('\n');
             }
-            return Err("the ```rust block of \"### Rust\" does not end".into());
-        }
-        if line.starts_with("#") {
+            if code.trim().is_empty() {
+                return Err("a ```rust block of \"### Rust\" is empty".into());
+            }
+            examples.push(code);
+        } else if line.starts_with("## ") || line.starts_with("### ") {
             break;
         }
     }
-    Err("no ```rust block in \"### Rust\"".into())
+    if examples.is_empty() {
+        return Err("no ```rust block in \"### Rust\"".into());
+    }
+    Ok(examples)
 }

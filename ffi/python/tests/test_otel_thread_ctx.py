@@ -71,7 +71,8 @@ class Loading(unittest.TestCase):
         self.assertEqual(otc.library_path, os.environ["OTEL_THREAD_CTX_LIBRARY"])
 
     def run_python(self, code, env):
-        base = {k: v for k, v in os.environ.items() if k != "OTEL_THREAD_CTX_LIBRARY"}
+        base = {k: v for k, v in os.environ.items()
+                if k not in ("OTEL_THREAD_CTX_LIBRARY", "OTEL_THREAD_CTX_INSPECT_LIBRARY")}
         base.update(env)
         # OTEL_TEST_PYTHON: how meson test started this interpreter (under
         # an emulator in a cross build).
@@ -91,6 +92,40 @@ class Loading(unittest.TestCase):
         self.assertTrue(os.path.isabs(loaded), loaded)
         self.assertEqual(os.path.realpath(loaded),
                          os.path.realpath(os.environ["OTEL_THREAD_CTX_LIBRARY"]))
+
+    def test_pkg_config_finds_the_inspector(self):
+        pc_dir = os.environ.get("OTEL_TEST_PKG_CONFIG_PATH")
+        if not pc_dir or shutil.which("pkg-config") is None:
+            self.skipTest("no pkg-config, or OTEL_TEST_PKG_CONFIG_PATH not set")
+        r = self.run_python("import otel_thread_ctx.inspect as i; print(i.library_path)",
+                            {"PKG_CONFIG_PATH": pc_dir})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.path.realpath(r.stdout.strip()),
+                         os.path.realpath(os.environ["OTEL_THREAD_CTX_INSPECT_LIBRARY"]))
+
+    def test_the_inspector_is_loaded_only_when_used(self):
+        code = ("import otel_thread_ctx\n"
+                "def loaded():\n"
+                "    with open('/proc/self/maps') as f:\n"
+                "        return 'libotel-thread-ctx-inspect' in f.read()\n"
+                "print(loaded())\n"
+                "import otel_thread_ctx.inspect\n"
+                "print(loaded())\n")
+        r = self.run_python(code, {"OTEL_THREAD_CTX_LIBRARY": os.environ["OTEL_THREAD_CTX_LIBRARY"],
+                                   "OTEL_THREAD_CTX_INSPECT_LIBRARY":
+                                       os.environ["OTEL_THREAD_CTX_INSPECT_LIBRARY"]})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["False", "True"])
+
+    def test_bad_inspector_override_fails_only_the_inspector(self):
+        r = self.run_python(
+            "import otel_thread_ctx\nprint('writer loaded')\nimport otel_thread_ctx.inspect",
+            {"OTEL_THREAD_CTX_LIBRARY": os.environ["OTEL_THREAD_CTX_LIBRARY"],
+             "OTEL_THREAD_CTX_INSPECT_LIBRARY": "/nonexistent/libotel-thread-ctx-inspect.so.1"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("writer loaded", r.stdout)
+        self.assertIn("ImportError", r.stderr)
+        self.assertIn("OTEL_THREAD_CTX_INSPECT_LIBRARY=/nonexistent/", r.stderr)
 
     def test_bad_override_fails_without_fallback(self):
         r = self.run_python("import otel_thread_ctx",
@@ -120,6 +155,31 @@ class Loading(unittest.TestCase):
         self.assertEqual(_lib.SelfCheck.reason.offset, 60)
         self.assertEqual(ctypes.sizeof(_lib.SelfCheck), 448)
 
+    def test_structs_match_the_c_compiler(self):
+        # OTEL_THREAD_CTX_C_LAYOUT: the command line of ffi/rust/layout.c as
+        # Meson built it (through the exe wrapper in a cross build).
+        command = os.environ.get("OTEL_THREAD_CTX_C_LAYOUT", "").split()
+        if not command:
+            self.skipTest("OTEL_THREAD_CTX_C_LAYOUT not set: no C layout to compare")
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        out = subprocess.run(command, stdout=subprocess.PIPE, check=True, env=env,
+                             text=True, timeout=60).stdout
+        c = dict((k, int(v)) for k, v in (line.split(" ") for line in out.splitlines()))
+        structs = {
+            "record": _lib.Record, "attr": _lib.Attr, "attr_iter": _lib.AttrIter,
+            "self_check": _lib.SelfCheck, "options": _lib.Options,
+            "process_attr": _lib.ProcessAttr, "process_options": _lib.ProcessOptions,
+            "process_info": _lib.ProcessInfo, "snapshot": _lib.Snapshot,
+            "inspect_module": _lib.InspectModule, "inspect_info": _lib.InspectInfo,
+            "inspect_thread": _lib.InspectThread,
+        }
+        for name, struct in structs.items():
+            self.assertEqual(ctypes.sizeof(struct), c[name + ".size"], name)
+            self.assertEqual(ctypes.alignment(struct), c[name + ".align"], name)
+            for fname, _ in struct._fields_:
+                key = "%s.%s" % (name, "size_field" if fname == "size" else fname)
+                self.assertEqual(getattr(struct, fname).offset, c[key], key)
+
     def test_every_function_is_declared(self):
         for name in _lib._prototypes:
             f = getattr(_lib.lib, name)
@@ -140,6 +200,7 @@ class Errors(Clean):
     def test_every_code_has_a_text(self):
         texts = {otc.strerror(code) for code in Error}
         self.assertEqual(len(texts), len(Error))
+        self.assertNotIn("unknown", otc.strerror(Error.EFROZEN).lower())
 
     def test_unknown_code_keeps_its_number(self):
         e = ThreadCtxError(-999)
@@ -261,6 +322,183 @@ class Contexts(Clean):
         self.assertEqual(otc.current().address, address)
         self.assertEqual(otc.read().trace_id, TRACE)
         otc.detach().destroy()
+
+
+class Options(Clean):
+    def test_capacity_bounds_the_attributes(self):
+        key = fresh_key()
+        ctx = otc.Context(capacity=10)
+        ctx.set_attr(key, "x" * 8)  # 2 + 8 bytes: fits
+        self.assertError(Error.ENOSPC, ctx.set_attr, key, "x" * 9)
+        ctx.update_attach()
+        self.assertEqual(dict(otc.read().attrs), {key: "x" * 8})
+        otc.detach()
+        ctx.destroy()
+        ids_only = otc.Context(TRACE, SPAN, 1, capacity=0)
+        self.assertError(Error.ENOSPC, ids_only.set_attr, key, "")
+        ids_only.destroy()
+
+    def test_options_out_of_range(self):
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.Context(capacity=otc.ATTRS_MAX + 1)
+        self.assertEqual(cm.exception.code, Error.EOPTIONS)
+        self.assertEqual(cm.exception.function, "create_with")
+        with self.assertRaises(ValueError):
+            otc.Context(capacity=-1)
+        with self.assertRaises(TypeError):
+            otc.Context(TRACE)
+
+    def test_free_with_thread_is_destroyed_with_its_thread(self):
+        ctx = otc.Context(TRACE, SPAN, free_with_thread=True)
+        self.assertTrue(ctx.free_with_thread)
+        published = []
+
+        def run():
+            ctx.update_attach()
+            published.append(otc.read().span_id)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        self.assertEqual(published, [SPAN])
+        self.assertIsNone(ctx.address, "its thread ended with it attached: destroyed")
+        with self.assertRaises(ValueError):
+            ctx.update()
+        ctx.destroy()  # nothing left to free
+
+    def test_free_with_thread_detached_stays_the_callers(self):
+        ctx = otc.Context(TRACE, SPAN, free_with_thread=True)
+        t = threading.Thread(target=lambda: (ctx.update_attach(), otc.detach()))
+        t.start()
+        t.join()
+        with ctx:
+            self.assertEqual(otc.read().span_id, SPAN)
+        ctx.destroy()
+
+
+class Frozen(Clean):
+    def test_freeze_commits_and_refuses_edits(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, attrs={key: "task"})
+        self.assertFalse(ctx.frozen)
+        ctx.freeze()
+        ctx.freeze()  # again: nothing
+        self.assertTrue(ctx.frozen)
+        self.assertEqual(dict(ctx.committed().attrs), {key: "task"})
+        for call in (lambda: ctx.set_attr(key, "x"), ctx.update, ctx.invalidate,
+                     lambda: ctx.update_span_id(CHILD), lambda: ctx.update_trace_flags(0)):
+            self.assertError(Error.EFROZEN, call)
+        with ctx:
+            self.assertEqual(otc.read().span_id, SPAN)
+        ctx.destroy()
+
+    def test_free_with_thread_cannot_be_frozen(self):
+        ctx = otc.Context(TRACE, SPAN, free_with_thread=True)
+        self.assertError(Error.EOPTIONS, ctx.freeze)
+        self.assertFalse(ctx.frozen)
+        ctx.destroy()
+
+    def test_many_threads_publish_one_frozen_context(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, attrs={key: "shared"})
+        ctx.freeze()
+        n = 6
+        barrier = threading.Barrier(n + 1)
+        seen, failures = [], []
+
+        def task():
+            try:
+                # Read back from any thread, attached or not.
+                seen.append((ctx.committed().span_id, {}, True))
+                with ctx:
+                    barrier.wait(30)  # all attached at once
+                    barrier.wait(30)  # and the caller's reference is gone
+                    rec = otc.read()
+                    seen.append((rec.span_id, dict(rec.attrs), otc.current() is ctx))
+            except Exception as e:  # reported below
+                failures.append(e)
+                barrier.abort()
+
+        threads = [threading.Thread(target=task) for _ in range(n)]
+        for t in threads:
+            t.start()
+        try:
+            barrier.wait(30)
+            # The caller's reference may go while threads hold theirs.
+            ctx.destroy()
+            self.assertIsNone(ctx.address)
+            barrier.wait(30)
+        except threading.BrokenBarrierError:
+            pass  # a thread failed: reported below
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        self.assertEqual(len(seen), 2 * n)
+        for span, attrs, same in seen:
+            self.assertEqual(span, SPAN)
+            self.assertIn(attrs, ({key: "shared"}, {}))
+            self.assertTrue(same)
+
+    def test_frozen_context_replaced_and_restored(self):
+        shared = otc.Context(TRACE, SPAN)
+        shared.freeze()
+        own = otc.Context(TRACE, CHILD)
+        with shared:
+            with own:
+                self.assertEqual(otc.read().span_id, CHILD)
+            self.assertIs(otc.current(), shared)
+            self.assertEqual(otc.read().span_id, SPAN)
+        self.assertIsNone(otc.current())
+        shared.destroy()
+        own.destroy()
+
+
+class ReadBack(Clean):
+    def test_committed_is_what_was_committed(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, attrs={key: "v1"})
+        rec = ctx.committed()
+        self.assertEqual((rec.trace_id, rec.span_id, rec.flags, dict(rec.attrs)),
+                         (bytes(16), bytes(8), 0, {}), "nothing committed yet")
+        ctx.update()
+        ctx.set_attr(key, "draft")
+        self.assertEqual(dict(ctx.committed().attrs), {key: "v1"})
+        ctx.update_attach()
+        ctx.invalidate()
+        self.assertEqual(dict(ctx.committed().attrs), {key: "draft"}, "even while invalidated")
+        otc.detach()
+        ctx.destroy()
+
+    def test_committed_of_a_context_attached_elsewhere_is_busy(self):
+        ctx = otc.Context(TRACE, SPAN)
+        attached, release = threading.Event(), threading.Event()
+
+        def owner():
+            with ctx:
+                attached.set()
+                release.wait(30)
+
+        t = threading.Thread(target=owner)
+        t.start()
+        try:
+            self.assertTrue(attached.wait(30))
+            self.assertError(Error.EBUSY, ctx.committed)
+        finally:
+            release.set()
+            t.join()
+        ctx.destroy()
+
+    def test_update_trace_flags(self):
+        ctx = otc.Context(TRACE, SPAN, 0)
+        with ctx:
+            ctx.update_trace_flags(1)
+            self.assertEqual(otc.read().flags, 1)
+        no_ids = otc.Context()
+        self.assertError(Error.EIDS, no_ids.update_trace_flags, 1)
+        with self.assertRaises(ValueError):
+            no_ids.update_trace_flags(256)
+        ctx.destroy()
+        no_ids.destroy()
 
 
 class Validation(Clean):
@@ -470,6 +708,143 @@ class Threads(Clean):
             ctx.destroy()
 
 
+def read_own_process():
+    """This process's context, read back by libotel-thread-ctx-inspect."""
+    from otel_thread_ctx import inspect  # pylint: disable=import-outside-toplevel
+    return inspect.read_process(0)
+
+
+class Process(unittest.TestCase):
+    """The process context this process publishes (one per process: each
+    test unpublishes what it published)."""
+
+    def tearDown(self):
+        otc.process.unpublish()
+
+    def test_publish_every_type_and_read_it_back(self):
+        name = "test.process.%d" % next(_names)
+        index = otc.key_register(name)
+        otc.process.publish({"service.name": "checkout", "process.pid": os.getpid(),
+                             "sampled": True, "ratio": 0.25, "empty": "", "nul": "a\0b",
+                             "big": -(1 << 63)})
+        info = otc.process.query()
+        self.assertTrue(info.published)
+        self.assertGreaterEqual(info.mapping_size, 32)
+        self.assertGreater(info.published_at_ns, 0)
+        self.assertGreater(info.payload_size, 0)
+        ctx = read_own_process()
+        self.assertEqual(ctx.schema_version, "tlsdesc_v1_dev")
+        self.assertEqual(ctx.mapping_address, info.mapping)
+        self.assertEqual(ctx.published_at_ns, info.published_at_ns)
+        self.assertEqual(ctx.key_map[index], name)
+        self.assertEqual(ctx.resource_items, (
+            ("service.name", "checkout"), ("process.pid", os.getpid()), ("sampled", True),
+            ("ratio", 0.25), ("empty", ""), ("nul", "a\0b"), ("big", -(1 << 63))))
+        self.assertIsInstance(ctx.resource["sampled"], bool)
+        self.assertEqual(len(ctx.payload), info.payload_size)
+
+    def test_update_and_unpublish(self):
+        otc.process.publish([("service.name", "a")])
+        before = otc.process.query()
+        otc.process.update([("service.name", "b"), ("deployment", "blue")])
+        after = otc.process.query()
+        self.assertEqual(after.mapping, before.mapping, "the same mapping")
+        self.assertGreater(after.published_at_ns, before.published_at_ns)
+        self.assertEqual(read_own_process().resource, {"service.name": "b", "deployment": "blue"})
+        otc.process.unpublish()
+        self.assertFalse(otc.process.query().published)
+        otc.process.unpublish()  # again: nothing
+        from otel_thread_ctx import inspect  # pylint: disable=import-outside-toplevel
+        with self.assertRaises(inspect.InspectError) as cm:
+            read_own_process()
+        self.assertEqual(cm.exception.code, inspect.Error.ENOENT)
+        self.assertEqual(cm.exception.name, "ENOENT")
+
+    def test_options(self):
+        otc.process.publish({}, schema=otc.process.Schema.TLS_V1)
+        self.assertEqual(read_own_process().schema_version, "tls_v1")
+        otc.process.update({"k": 1})  # the options hold
+        self.assertEqual(read_own_process().schema_version, "tls_v1")
+        otc.process.unpublish()
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.publish({}, schema=7)
+        self.assertEqual(cm.exception.code, Error.EOPTIONS)
+        self.assertFalse(otc.process.query().published)
+
+    def fork_published(self):
+        """Whether a child made by fork() publishes a process context."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report, and leave at once
+            try:
+                os.write(w, b"1" if otc.process.query().published else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        answer = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        return answer == b"1"
+
+    def test_fork_policy(self):
+        otc.process.publish({"service.name": "parent"})
+        self.assertFalse(self.fork_published(), "by default a child publishes nothing")
+        otc.process.unpublish()
+        otc.process.publish({"service.name": "parent"}, on_fork=otc.process.OnFork.REPUBLISH)
+        self.assertTrue(self.fork_published())
+        self.assertTrue(otc.process.query().published, "the parent's stays")
+
+    def test_errors(self):
+        otc.process.publish({"a": "1"})
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.publish({"a": "1"})
+        self.assertEqual((cm.exception.code, cm.exception.function),
+                         (Error.EPUBLISHED, "process.publish"))
+        otc.process.unpublish()
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.update({"a": "1"})
+        self.assertEqual(cm.exception.code, Error.ENOTPUBLISHED)
+        for bad in ([("a", "1"), ("a", "2")], {"": "x"}):
+            with self.assertRaises(ThreadCtxError) as cm:
+                otc.process.publish(bad)
+            self.assertEqual(cm.exception.code, Error.EATTR)
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.publish({"big": "x" * 70000})
+        self.assertEqual(cm.exception.code, Error.E2BIG)
+        with self.assertRaises(TypeError):
+            otc.process.publish({"b": b"bytes"})
+        with self.assertRaises(TypeError):
+            otc.process.publish({1: "x"})
+        with self.assertRaises(ValueError):
+            otc.process.publish({"n": 1 << 63})
+        with self.assertRaises(ValueError):
+            otc.process.publish({"a\0b": "x"})
+        with self.assertRaises(UnicodeEncodeError):
+            otc.process.publish({"s": "\ud800"})
+        self.assertFalse(otc.process.query().published, "nothing published on error")
+
+
+class Decode(unittest.TestCase):
+    def test_decode_process_payloads(self):
+        from otel_thread_ctx import inspect  # pylint: disable=import-outside-toplevel
+        self.assertIsNone(inspect.decode_process(b"").schema_version)
+        with self.assertRaises(inspect.InspectError) as cm:
+            inspect.decode_process(b"\xff\xff\xff")
+        e = cm.exception
+        self.assertEqual((e.code, e.name), (inspect.Error.EDECODE, "EDECODE"))
+        self.assertIsInstance(e, ThreadCtxError)
+        self.assertEqual(e.strerror, inspect.strerror(inspect.Error.EDECODE))
+        self.assertNotIn("unknown", e.strerror.lower())
+        with self.assertRaises(inspect.InspectError) as cm:
+            inspect.decode_process(bytes(70000))
+        self.assertEqual(cm.exception.code, Error.E2BIG)
+
+    def test_inspector_codes_have_texts(self):
+        from otel_thread_ctx import inspect  # pylint: disable=import-outside-toplevel
+        texts = {inspect.strerror(code) for code in list(inspect.Error) + list(Error)}
+        self.assertEqual(len(texts), len(inspect.Error) + len(Error))
+
+
 class Keys(unittest.TestCase):
     def test_register_find_name_count(self):
         count = otc.key_count()
@@ -506,7 +881,7 @@ class Keys(unittest.TestCase):
         self.assertEqual(otc.key_name(otc.key_register("k" * 255)), "k" * 255)
 
 
-class Decode(unittest.TestCase):
+class RecordDecode(unittest.TestCase):
     @staticmethod
     def record(valid=1, entries=b"", size=None):
         size = len(entries) if size is None else size

@@ -17,7 +17,14 @@
 //!   destroys ours; [`Attached::detach`] does the same but returns ours;
 //! - every failure is an [`Error`]: the library's code and its
 //!   `otel_thread_ctx_strerror()` text.  Nothing is truncated or adjusted on
-//!   the way: a value the library refuses is refused.
+//!   the way: a value the library refuses is refused;
+//! - a [`SharedContext`] is frozen and published by any number of threads
+//!   at once: a task's context, which [`task::WithContext`] publishes on
+//!   whichever thread polls the task;
+//! - [`process`] publishes the process context, which names the attribute
+//!   keys for readers; with the cargo feature `inspect`, the module
+//!   `inspect` reads the process and thread contexts of another process
+//!   (libotel-thread-ctx-inspect).
 //!
 //! ```
 //! use otel_thread_ctx::{read, register_key, Context};
@@ -62,8 +69,13 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
+#[cfg(feature = "inspect")]
+pub mod inspect;
+pub mod process;
 pub mod sys;
+pub mod task;
 
 /// A failure of the library: its error code (negative, `sys::OTEL_THREAD_CTX_E*`)
 /// and the library's description of it.
@@ -102,6 +114,22 @@ error_consts!(
     EUNKNOWNKEY = sys::OTEL_THREAD_CTX_EUNKNOWNKEY,
     EDUPKEY = sys::OTEL_THREAD_CTX_EDUPKEY,
     EOPTIONS = sys::OTEL_THREAD_CTX_EOPTIONS,
+    EFROZEN = sys::OTEL_THREAD_CTX_EFROZEN,
+    E2BIG = sys::OTEL_THREAD_CTX_E2BIG,
+    EPUBLISHED = sys::OTEL_THREAD_CTX_EPUBLISHED,
+    ENOTPUBLISHED = sys::OTEL_THREAD_CTX_ENOTPUBLISHED,
+    EATTR = sys::OTEL_THREAD_CTX_EATTR,
+    EMAP = sys::OTEL_THREAD_CTX_EMAP,
+    ESYS = sys::OTEL_THREAD_CTX_ESYS,
+    EPERM = sys::OTEL_THREAD_CTX_EPERM,
+    ENOENT = sys::OTEL_THREAD_CTX_ENOENT,
+    ESRCH = sys::OTEL_THREAD_CTX_ESRCH,
+    EAGAIN = sys::OTEL_THREAD_CTX_EAGAIN,
+    EFAULT = sys::OTEL_THREAD_CTX_EFAULT,
+    EFORMAT = sys::OTEL_THREAD_CTX_EFORMAT,
+    EDECODE = sys::OTEL_THREAD_CTX_EDECODE,
+    ENOSLOT = sys::OTEL_THREAD_CTX_ENOSLOT,
+    EMODEL = sys::OTEL_THREAD_CTX_EMODEL,
 );
 
 impl Error {
@@ -115,10 +143,16 @@ impl Error {
         self.code
     }
 
-    /// `otel_thread_ctx_strerror(code)`: a static English description.
+    /// `otel_thread_ctx_strerror(code)`: a static English description.  With
+    /// the feature `inspect`, `otel_thread_ctx_inspect_strerror(code)`,
+    /// which also knows the reading side's codes (`EPERM`, `ENOSLOT`, ...).
     pub fn message(&self) -> &'static str {
+        #[cfg(feature = "inspect")]
+        let text = unsafe { sys::inspect::otel_thread_ctx_inspect_strerror(self.code) };
+        #[cfg(not(feature = "inspect"))]
+        let text = unsafe { sys::otel_thread_ctx_strerror(self.code) };
         // SAFETY: the library returns a static NUL-terminated string, never NULL.
-        let text = unsafe { CStr::from_ptr(sys::otel_thread_ctx_strerror(self.code)) };
+        let text = unsafe { CStr::from_ptr(text) };
         text.to_str().unwrap_or("(description not UTF-8)")
     }
 }
@@ -265,6 +299,20 @@ macro_rules! editing_methods {
             })
         }
 
+        /// The sampling decision arrived: sets the trace flags and commits,
+        /// in one call.  Errors: EIDS when they are non-zero and there are
+        /// no ids.
+        pub fn update_trace_flags(&mut self, trace_flags: u8) -> Result<()> {
+            check(unsafe { sys::otel_thread_ctx_update_trace_flags(self.raw(), trace_flags) })
+        }
+
+        /// What the context has committed (its published record, even while
+        /// invalidated), read back: to restore a parent span, or to copy a
+        /// context to a new task.
+        pub fn committed(&self) -> Result<Record> {
+            committed(self.raw())
+        }
+
         /// Withdraws what the context publishes (a thread that has it
         /// attached publishes nothing) until the next commit.
         pub fn invalidate(&mut self) -> Result<()> {
@@ -302,17 +350,40 @@ impl Context {
     /// (see [`Attached`]) is freed by its thread when the thread exits.
     /// Errors: ENOMEM.
     pub fn new() -> Result<Context> {
+        Context::with_options(ContextOptions::default())
+    }
+
+    /// `otel_thread_ctx_create_with()`: a context with room for
+    /// `attrs_capacity` bytes of attribute entries, freed by its thread or
+    /// not (see [`ContextOptions`]).  Errors: EOPTIONS (a capacity above
+    /// 612), ENOMEM.
+    pub fn with_options(options: ContextOptions) -> Result<Context> {
         let mut raw = ptr::null_mut();
-        let options = sys::otel_thread_ctx_options {
-            flags: sys::OTEL_THREAD_CTX_FREE_WITH_THREAD,
+        let c_options = sys::otel_thread_ctx_options {
+            flags: if options.free_with_thread { sys::OTEL_THREAD_CTX_FREE_WITH_THREAD } else { 0 },
+            attrs_capacity: options.attrs_capacity,
             ..Default::default()
         };
-        check(unsafe { sys::otel_thread_ctx_create_with(&mut raw, &options) })?;
+        check(unsafe { sys::otel_thread_ctx_create_with(&mut raw, &c_options) })?;
         let raw = NonNull::new(raw).ok_or(Error::ENULL)?;
         Ok(Context { raw, _not_sync: PhantomData })
     }
 
     editing_methods!();
+
+    /// `otel_thread_ctx_freeze()`: commits what the context holds and makes
+    /// it an immutable [`SharedContext`], which any number of threads may
+    /// publish at once (a task that runs on several threads).  Errors:
+    /// EOPTIONS for a context freed with its thread (the default of
+    /// [`Context::new`]: create it with `free_with_thread: false`); the
+    /// context then comes back in the [`AttachError`].
+    pub fn freeze(self) -> std::result::Result<SharedContext, AttachError> {
+        if let Err(error) = check(unsafe { sys::otel_thread_ctx_freeze(self.raw()) }) {
+            return Err(AttachError { error, context: self });
+        }
+        let this = ManuallyDrop::new(self);
+        Ok(SharedContext { inner: Arc::new(Frozen { raw: this.raw }) })
+    }
 
     /// Publishes the context on the calling thread, which runs its span
     /// until the guard is dropped.  Errors: EPENDING when the draft has
@@ -355,7 +426,37 @@ impl fmt::Debug for Context {
     }
 }
 
-/// A failed [`Context::attach`]: the error and the context, still detached.
+/// How [`Context::with_options`] creates a context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextOptions {
+    /// Bytes of attribute entries its records hold, 0 (ids only) to 612
+    /// (the default); setters that would need more fail with ENOSPC.
+    pub attrs_capacity: u32,
+    /// `OTEL_THREAD_CTX_FREE_WITH_THREAD` (the default): a context an
+    /// [`Attached`] guard left attached (forgotten, or dropped out of
+    /// order) is freed by its thread when the thread exits.  Without it
+    /// such a context is never freed; with it, it cannot be frozen.
+    pub free_with_thread: bool,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            attrs_capacity: sys::OTEL_THREAD_CTX_ATTRS_MAX as u32,
+            free_with_thread: true,
+        }
+    }
+}
+
+/// `otel_thread_ctx_committed()` of a context the caller may read.
+fn committed(raw: *mut sys::otel_thread_ctx) -> Result<Record> {
+    let mut rec = Record { raw: EMPTY_RECORD };
+    check(unsafe { sys::otel_thread_ctx_committed(raw, &mut rec.raw) })?;
+    Ok(rec)
+}
+
+/// A failed [`Context::attach`] or [`Context::freeze`]: the error and the
+/// context, still detached.
 pub struct AttachError {
     pub error: Error,
     pub context: Context,
@@ -427,21 +528,28 @@ impl Attached {
     }
 
     fn restore(&self) -> Result<()> {
-        if unsafe { sys::otel_thread_ctx_current() } != self.raw() {
-            return Err(Error::EBUSY);
-        }
-        let mut out = ptr::null_mut();
-        if self.prev.is_null() {
-            check(unsafe { sys::otel_thread_ctx_detach(&mut out) })
+        restore(self.raw(), self.prev)
+    }
+}
+
+/// Ends what an attach of `raw` began on the calling thread: it publishes
+/// `prev` (NULL: nothing) again.  EBUSY, changing nothing, when `raw` is not
+/// the attached context (a context attached later still is).
+fn restore(raw: *mut sys::otel_thread_ctx, prev: *mut sys::otel_thread_ctx) -> Result<()> {
+    if unsafe { sys::otel_thread_ctx_current() } != raw {
+        return Err(Error::EBUSY);
+    }
+    let mut out = ptr::null_mut();
+    if prev.is_null() {
+        check(unsafe { sys::otel_thread_ctx_detach(&mut out) })
+    } else {
+        // The previous context may have been edited meanwhile (its
+        // owner may edit a detached context): publish what it holds.
+        let rc = unsafe { sys::otel_thread_ctx_attach(prev, &mut out) };
+        if rc == sys::OTEL_THREAD_CTX_EPENDING {
+            check(unsafe { sys::otel_thread_ctx_update_attach(prev, &mut out) })
         } else {
-            // The previous context may have been edited meanwhile (its
-            // owner may edit a detached context): publish what it holds.
-            let rc = unsafe { sys::otel_thread_ctx_attach(self.prev, &mut out) };
-            if rc == sys::OTEL_THREAD_CTX_EPENDING {
-                check(unsafe { sys::otel_thread_ctx_update_attach(self.prev, &mut out) })
-            } else {
-                check(rc)
-            }
+            check(rc)
         }
     }
 }
@@ -457,6 +565,136 @@ impl Drop for Attached {
 impl fmt::Debug for Attached {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Attached").field("ptr", &self.raw).field("prev", &self.prev).finish()
+    }
+}
+
+/// A frozen context: immutable, and shared by any number of threads at
+/// once (`otel_thread_ctx_freeze()`), for a task that an async runtime runs
+/// on several threads ([`task::WithContext`] publishes it while the task's
+/// future is polled).
+///
+/// Cloning is cheap: the clones share the caller's reference, which the
+/// last one dropped gives up; each thread that publishes it holds a
+/// reference of its own, so it outlives the clones while a thread still
+/// publishes it.  It is `Send` and `Sync`.  To change what a task
+/// publishes, freeze a new context.
+#[derive(Clone)]
+pub struct SharedContext {
+    inner: Arc<Frozen>,
+}
+
+struct Frozen {
+    raw: NonNull<sys::otel_thread_ctx>,
+}
+
+// SAFETY: a frozen context is immutable; the library lets any thread
+// attach it, read it back and give up a reference to it.
+unsafe impl Send for Frozen {}
+unsafe impl Sync for Frozen {}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // The caller's reference; threads that publish it keep theirs.
+        unsafe { sys::otel_thread_ctx_destroy(self.raw.as_ptr()) };
+    }
+}
+
+impl SharedContext {
+    /// A frozen context publishing these ids, flags and attributes (created
+    /// with room for them, not freed with a thread).  Errors: those of
+    /// [`Context::update_all`].
+    pub fn new<V: AsRef<[u8]>>(
+        trace_id: &[u8; 16],
+        span_id: &[u8; 8],
+        trace_flags: u8,
+        attrs: &[(u32, V)],
+    ) -> Result<SharedContext> {
+        let mut ctx = Context::with_options(ContextOptions { free_with_thread: false, ..Default::default() })?;
+        ctx.update_all(trace_id, span_id, trace_flags, attrs)?;
+        ctx.freeze().map_err(Error::from)
+    }
+
+    /// Publishes the context on the calling thread until the guard is
+    /// dropped, which publishes again what the thread published before.
+    /// Any number of threads may publish it at once.  Errors: ETHREAD.
+    pub fn attach(&self) -> Result<SharedAttached> {
+        let mut prev = ptr::null_mut();
+        check(unsafe { sys::otel_thread_ctx_attach(self.as_ptr(), &mut prev) })?;
+        Ok(SharedAttached { shared: self.clone(), prev, _not_send: PhantomData })
+    }
+
+    /// What it publishes, read back (from any thread).
+    pub fn committed(&self) -> Result<Record> {
+        committed(self.as_ptr())
+    }
+
+    /// The C context, for calls into other C code that takes one.
+    pub fn as_ptr(&self) -> *mut sys::otel_thread_ctx {
+        self.inner.raw.as_ptr()
+    }
+}
+
+impl fmt::Debug for SharedContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedContext").field("ptr", &self.inner.raw).finish()
+    }
+}
+
+/// A [`SharedContext`] published by the calling thread, until dropped.
+///
+/// Drop it on the thread that attached it (it is neither `Send` nor
+/// `Sync`), in the reverse order of attaching: the thread then publishes
+/// again what it published before.  A guard dropped while a context
+/// attached after it still is changes nothing and keeps the shared context
+/// alive, until the thread exits, for the later guard, which attaches it
+/// again when it ends.
+pub struct SharedAttached {
+    shared: SharedContext,
+    prev: *mut sys::otel_thread_ctx,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl SharedAttached {
+    /// The context it publishes.
+    pub fn context(&self) -> &SharedContext {
+        &self.shared
+    }
+
+    /// Whether a context was attached before this one (and will be again).
+    pub fn has_previous(&self) -> bool {
+        !self.prev.is_null()
+    }
+}
+
+thread_local! {
+    /// Shared contexts whose guard was dropped out of order on this thread:
+    /// a later guard attaches them again, so they are kept until the thread
+    /// exits.  (Clippy 1.63 mistakes the const initializer for a const
+    /// item.)
+    #[allow(clippy::declare_interior_mutable_const)]
+    static KEPT: std::cell::RefCell<Vec<SharedContext>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for SharedAttached {
+    fn drop(&mut self) {
+        if restore(self.shared.as_ptr(), self.prev).is_err() {
+            // Out of order: a later guard will attach this context again.
+            let kept = self.shared.clone();
+            if KEPT.try_with(|k| k.borrow_mut().push(kept.clone())).is_err() {
+                // The thread is exiting: never given up, rather than freed
+                // while in use.
+                std::mem::forget(kept);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for SharedAttached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedAttached")
+            .field("ptr", &self.shared.inner.raw)
+            .field("prev", &self.prev)
+            .finish()
     }
 }
 
@@ -527,6 +765,16 @@ impl Record {
         Attrs { it, _record: PhantomData }
     }
 
+    /// The effective attributes by another process's key map of
+    /// `key_count` names (`otel_thread_ctx_attr_iter_init_map()`): entries
+    /// whose index is `key_count` or more are skipped.
+    pub fn attrs_in(&self, key_count: u32) -> Attrs<'_> {
+        let mut it =
+            sys::otel_thread_ctx_attr_iter { rec: ptr::null(), pos: 0, keys: 0, unmapped: 0 };
+        unsafe { sys::otel_thread_ctx_attr_iter_init_map(&mut it, &self.raw, key_count) };
+        Attrs { it, _record: PhantomData }
+    }
+
     /// The effective value of attribute `key` (None also when the key map
     /// does not name it).
     pub fn attr(&self, key: u32) -> Option<&[u8]> {
@@ -553,9 +801,12 @@ unsafe fn attr_value<'a>(attr: &sys::otel_thread_ctx_attr) -> &'a [u8] {
     }
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|x| format!("{:02x}", x)).collect()
+}
+
 impl fmt::Debug for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hex = |b: &[u8]| b.iter().map(|x| format!("{:02x}", x)).collect::<String>();
         let attrs: Vec<(u32, String)> =
             self.attrs().map(|(k, v)| (k, String::from_utf8_lossy(v).into_owned())).collect();
         f.debug_struct("Record")
@@ -564,6 +815,29 @@ impl fmt::Debug for Record {
             .field("trace_flags", &self.raw.trace_flags)
             .field("attrs", &attrs)
             .finish()
+    }
+}
+
+/// A record's ids and flags, for the Debug of a record whose attributes
+/// another key map names.
+#[cfg(feature = "inspect")]
+struct RecordIds<'a>(&'a Record);
+
+#[cfg(feature = "inspect")]
+impl fmt::Debug for RecordIds<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Record")
+            .field("trace_id", &hex(&self.0.raw.trace_id))
+            .field("span_id", &hex(&self.0.raw.span_id))
+            .field("trace_flags", &self.0.raw.trace_flags)
+            .finish()
+    }
+}
+
+#[cfg(feature = "inspect")]
+impl Record {
+    fn raw_debug(&self) -> RecordIds<'_> {
+        RecordIds(self)
     }
 }
 
@@ -721,8 +995,15 @@ pub fn self_check() -> SelfCheck {
     }
 }
 
-/// The README's Rust example ("## Bindings: Python and Rust"), compiled and
-/// run as printed by `cargo test` (build.rs copies it here).
+/// The README's first Rust example ("## Bindings: Python and Rust"),
+/// compiled and run as printed by `cargo test` (build.rs copies it here).
 #[doc(hidden)]
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/readme_rust.md"))]
 pub mod readme_example {}
+
+/// The README's second Rust example, which reads a second process with the
+/// inspector: with the feature `inspect`.
+#[cfg(feature = "inspect")]
+#[doc(hidden)]
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/readme_rust_inspect.md"))]
+pub mod readme_inspect_example {}

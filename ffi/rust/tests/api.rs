@@ -3,7 +3,7 @@
 //! test runs on its own thread (libtest's), so each has its own slot.
 use otel_thread_ctx::{
     find_key, key_count, key_name, read, register_key, self_check, sys, thread_has_context,
-    Context, Error, Record, SelfCheckStatus,
+    Context, ContextOptions, Error, Record, SelfCheckStatus, SharedContext,
 };
 
 const TRACE: [u8; 16] = [0xa1; 16];
@@ -263,4 +263,140 @@ fn self_check_finds_the_exported_slot() {
     assert_eq!(r.slot, r.exported);
     assert!(r.exporting_modules >= 1);
     assert!(r.module.unwrap().contains("libotel-thread-ctx"));
+}
+
+#[test]
+fn options_bound_the_attributes() {
+    name_keys();
+    let mut ctx = Context::with_options(ContextOptions { attrs_capacity: 10, ..Default::default() }).unwrap();
+    ctx.set_attr(0, "x".repeat(8)).unwrap(); // 2 + 8 bytes: fits
+    assert_eq!(ctx.set_attr(0, "x".repeat(9)).unwrap_err(), Error::ENOSPC);
+    let span = ctx.update_attach().unwrap();
+    assert_eq!(read().unwrap().attr(0), Some("x".repeat(8).as_bytes()));
+    drop(span);
+    let mut ids_only = Context::with_options(ContextOptions { attrs_capacity: 0, free_with_thread: false }).unwrap();
+    assert_eq!(ids_only.set_attr(0, "").unwrap_err(), Error::ENOSPC);
+    ids_only.set_ids(&TRACE, &SPAN, 1).unwrap();
+    let err = Context::with_options(ContextOptions { attrs_capacity: 613, ..Default::default() }).unwrap_err();
+    assert_eq!(err, Error::EOPTIONS);
+    assert_eq!(ContextOptions::default(), ContextOptions { attrs_capacity: 612, free_with_thread: true });
+}
+
+#[test]
+fn committed_and_update_trace_flags() {
+    name_keys();
+    let mut ctx = Context::new().unwrap();
+    ctx.set_ids(&TRACE, &SPAN, 0).unwrap();
+    ctx.set_attr(2, "v1").unwrap();
+    assert!(!ctx.committed().unwrap().has_ids(), "nothing committed yet");
+    ctx.update().unwrap();
+    ctx.set_attr(2, "draft").unwrap();
+    assert_eq!(ctx.committed().unwrap().attr(2), Some(&b"v1"[..]));
+    let mut span = ctx.attach().unwrap_err().into_context().update_attach().unwrap();
+    span.update_trace_flags(1).unwrap();
+    assert_eq!(read().unwrap().trace_flags(), 1);
+    assert_eq!(span.committed().unwrap().attr(2), Some(&b"draft"[..]));
+    span.invalidate().unwrap();
+    assert_eq!(span.committed().unwrap().trace_flags(), 1, "even while invalidated");
+    drop(span);
+    let mut no_ids = Context::new().unwrap();
+    assert_eq!(no_ids.update_trace_flags(1).unwrap_err(), Error::EIDS);
+}
+
+#[test]
+fn freeze_needs_a_context_not_freed_with_its_thread() {
+    name_keys();
+    let err = Context::new().unwrap().freeze().unwrap_err();
+    assert_eq!(err.error, Error::EOPTIONS);
+    // The context comes back, usable.
+    let span = err.into_context().update_attach().unwrap();
+    drop(span);
+    let mut ctx = Context::with_options(ContextOptions { free_with_thread: false, ..Default::default() }).unwrap();
+    ctx.set_ids(&TRACE, &SPAN, 1).unwrap();
+    ctx.set_attr(5, "task").unwrap();
+    let shared = ctx.freeze().unwrap();
+    let rec = shared.committed().unwrap();
+    assert_eq!((rec.span_id(), rec.attr(5)), (SPAN, Some(&b"task"[..])), "freeze commits");
+    let guard = shared.attach().unwrap();
+    assert!(!guard.has_previous());
+    assert_eq!(guard.context().as_ptr(), shared.as_ptr());
+    assert_eq!(read().unwrap().attr(5), Some(&b"task"[..]));
+    drop(guard);
+    assert_eq!(read().unwrap_err(), Error::ENOCTX);
+}
+
+#[test]
+// The threads must all start before any is joined: the collect is needed
+// (clippy 1.63 says otherwise).
+#[allow(clippy::needless_collect)]
+fn a_shared_context_is_published_by_many_threads_at_once() {
+    name_keys();
+    let shared = SharedContext::new(&TRACE, &[0x77; 8], 1, &[(6, "shared")]).unwrap();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(5));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let shared = shared.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let guard = shared.attach().unwrap();
+                barrier.wait(); // all publish it at once
+                barrier.wait(); // and the caller's clone is gone
+                let rec = read().unwrap();
+                assert_eq!((rec.span_id(), rec.attr(6)), ([0x77; 8], Some(&b"shared"[..])));
+                assert_eq!(shared.committed().unwrap().span_id(), [0x77; 8]);
+                drop(guard);
+                assert_eq!(read().unwrap_err(), Error::ENOCTX);
+            })
+        })
+        .collect();
+    barrier.wait();
+    drop(shared);
+    barrier.wait();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn shared_and_owned_guards_nest() {
+    name_keys();
+    let shared = SharedContext::new(&TRACE, &[0x11; 8], 1, &[] as &[(u32, &str)]).unwrap();
+    let outer = shared.attach().unwrap();
+    let inner = published(TRACE, [0x22; 8]).attach().unwrap();
+    assert!(inner.has_previous());
+    let innermost = shared.attach().unwrap();
+    assert!(innermost.has_previous());
+    assert_eq!(read().unwrap().span_id(), [0x11; 8]);
+    drop(innermost);
+    assert_eq!(read().unwrap().span_id(), [0x22; 8]);
+    drop(inner);
+    assert_eq!(read().unwrap().span_id(), [0x11; 8]);
+    drop(outer);
+    assert_eq!(read().unwrap_err(), Error::ENOCTX);
+}
+
+#[test]
+fn a_shared_guard_dropped_out_of_order_keeps_its_context() {
+    name_keys();
+    std::thread::spawn(|| {
+        let shared = SharedContext::new(&TRACE, &[0x33; 8], 1, &[] as &[(u32, &str)]).unwrap();
+        let outer = shared.attach().unwrap();
+        let inner = published(TRACE, [0x44; 8]).attach().unwrap();
+        drop(outer); // out of order: changes nothing
+        drop(shared); // the last clone; the context must stay for `inner`
+        assert_eq!(read().unwrap().span_id(), [0x44; 8]);
+        drop(inner); // attaches the shared context again
+        assert_eq!(read().unwrap().span_id(), [0x33; 8]);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn frozen_contexts_refuse_edits_through_sys() {
+    name_keys();
+    let shared = SharedContext::new(&TRACE, &SPAN, 1, &[] as &[(u32, &str)]).unwrap();
+    let rc = unsafe { sys::otel_thread_ctx_update(shared.as_ptr()) };
+    assert_eq!(Error::from_code(rc), Error::EFROZEN);
+    assert!(!Error::EFROZEN.message().to_lowercase().contains("unknown"));
 }

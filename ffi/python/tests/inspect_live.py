@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The reading side of the Python binding (otel_thread_ctx.inspect) against
+a live child: a Python process that publishes a process context and, on
+worker threads, thread contexts, read from outside by this one (its
+parent, which ptrace allows under Yama's ptrace_scope 1 too).
+
+Exits 77 (SKIP) when OTEL_TEST_NO_PTRACE gives a reason the inspector
+cannot work (meson test sets it under qemu-user, where ptrace does not).
+
+usage: inspect_live.py [unittest arguments]
+"""
+
+import os
+import subprocess
+import sys
+import unittest
+
+REASON = os.environ.get("OTEL_TEST_NO_PTRACE")
+if REASON and __name__ == "__main__":
+    print("skip: " + REASON)
+    sys.exit(77)
+
+import otel_thread_ctx as otc  # noqa: E402
+from otel_thread_ctx import inspect  # noqa: E402
+
+TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+
+# The child.  Workers 1..N each publish their own span, with the route
+# attribute; two more attach one frozen context; one publishes nothing.  It
+# prints "ready" and the thread ids, then waits for stdin to close.
+CHILD = r"""
+import os, sys, threading
+import otel_thread_ctx as otc
+route = otc.key_register("http.route")
+method = otc.key_register("http.method")
+otc.process.publish({"service.name": "inspect-live", "process.pid": os.getpid()})
+n = int(sys.argv[1])
+trace = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+shared = otc.Context(trace, bytes([0xee]) * 8, 1, {route: "task"})
+shared.freeze()
+ready = threading.Barrier(n + 4)
+done = threading.Event()
+tids = {}
+
+def worker(i):
+    ctx = otc.Context(trace, bytes([i]) * 8, 1, {route: "/w/%d" % i, method: "GET"})
+    with ctx:
+        tids["w%d" % i] = threading.get_native_id()
+        ready.wait()
+        done.wait()
+
+def task(name):
+    with shared:
+        tids[name] = threading.get_native_id()
+        ready.wait()
+        done.wait()
+
+def idle():
+    tids["idle"] = threading.get_native_id()
+    ready.wait()
+    done.wait()
+
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(1, n + 1)]
+threads += [threading.Thread(target=task, args=(n,)) for n in ("t1", "t2")]
+threads += [threading.Thread(target=idle)]
+for t in threads:
+    t.start()
+ready.wait()
+print("ready", " ".join("%s=%d" % kv for kv in sorted(tids.items())), flush=True)
+sys.stdin.read()
+done.set()
+for t in threads:
+    t.join()
+"""
+
+WORKERS = 4
+
+
+class Child:
+    def __init__(self):
+        python = os.environ.get("OTEL_TEST_PYTHON", "").split() or [sys.executable]
+        self.proc = subprocess.Popen(python + ["-c", CHILD, str(WORKERS)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline().split()
+        if not line or line[0] != "ready":
+            self.proc.kill()
+            raise RuntimeError("the child did not start: %r" % line)
+        self.tids = {k: int(v) for k, v in (w.split("=") for w in line[1:])}
+
+    def close(self):
+        self.proc.stdin.close()
+        rc = self.proc.wait(60)
+        if rc != 0:
+            raise RuntimeError("the child exited %d" % rc)
+
+
+class Live(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.child = Child()
+        cls.pid = cls.child.proc.pid
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.child.close()
+
+    def test_process_context_of_the_child(self):
+        ctx = inspect.read_process(self.pid)
+        self.assertEqual(ctx.resource, {"service.name": "inspect-live", "process.pid": self.pid})
+        self.assertEqual(ctx.schema_version, "tlsdesc_v1_dev")
+        self.assertEqual(ctx.key_map, ("http.route", "http.method"))
+        self.assertNotEqual(ctx.mapping_address, 0)
+        again = inspect.read_process_at(self.pid, ctx.mapping_address)
+        self.assertEqual(again.payload, ctx.payload)
+
+    def test_open_finds_the_module_and_the_key_map(self):
+        with inspect.Inspector(self.pid) as insp:
+            self.assertEqual(insp.pid, self.pid)
+            self.assertEqual(insp.libc, inspect.Libc.GLIBC)
+            self.assertGreaterEqual(len(insp.modules), 1)
+            module = insp.modules[0]
+            self.assertIn("libotel-thread-ctx", module.path)
+            self.assertIsInstance(module.model, inspect.Model)
+            self.assertIn(module.model_name, ("tlsdesc-static", "tlsdesc-dynamic"))
+            self.assertEqual(insp.key_names, ("http.route", "http.method"))
+            self.assertEqual(insp.key_count(), 2)
+            self.assertEqual(insp.key_name(1), "http.method")
+            self.assertIsNone(insp.key_name(2))
+            self.assertIsNone(insp.process_context_error)
+            assert insp.process_context is not None
+            self.assertEqual(insp.process_context.resource["service.name"], "inspect-live")
+
+    def test_every_thread_as_published(self):
+        with inspect.Inspector(self.pid) as insp:
+            threads = {t.tid: t for t in insp.threads()}
+        self.assertTrue(set(self.child.tids.values()) <= set(threads), threads.keys())
+        for i in range(1, WORKERS + 1):
+            t = threads[self.child.tids["w%d" % i]]
+            self.assertEqual(t.status, 0, t.error)
+            self.assertIsNone(t.error)
+            rec = t.record
+            assert rec is not None
+            self.assertEqual((rec.trace_id, rec.span_id, rec.flags), (TRACE, bytes([i]) * 8, 1))
+            self.assertEqual(dict(rec.named_attrs()),
+                             {"http.route": "/w/%d" % i, "http.method": "GET"})
+            self.assertEqual(dict(rec.attrs), {0: "/w/%d" % i, 1: "GET"})
+            self.assertIn("'http.route': '/w/%d'" % i, repr(rec))
+            self.assertNotEqual(t.record_address, 0)
+            self.assertNotEqual(t.slot_address, 0)
+            self.assertEqual(t.anomalies, 0)
+        shared = [threads[self.child.tids[n]].record for n in ("t1", "t2")]
+        self.assertEqual(shared[0], shared[1])
+        self.assertEqual(threads[self.child.tids["t1"]].record_address,
+                         threads[self.child.tids["t2"]].record_address,
+                         "one frozen context: one record")
+        assert shared[0] is not None
+        self.assertEqual(dict(shared[0].named_attrs()), {"http.route": "task"})
+        idle = threads[self.child.tids["idle"]]
+        self.assertEqual(idle.status, otc.Error.ENOCTX)
+        self.assertIsNone(idle.record)
+        assert idle.error is not None
+        self.assertEqual(idle.error.name, "ENOCTX")
+
+    def test_one_thread(self):
+        tid = self.child.tids["w2"]
+        with inspect.Inspector(self.pid) as insp:
+            t = insp.thread(tid)
+            self.assertEqual(t.tid, tid)
+            assert t.record is not None
+            self.assertEqual(t.record.span_id, bytes([2]) * 8)
+            self.assertEqual(insp.thread(os.getpid()).status, inspect.Error.ESRCH,
+                             "not a thread of the child")
+        with self.assertRaises(ValueError):
+            insp.threads()  # closed
+
+
+class Errors(unittest.TestCase):
+    def assertCode(self, code, function, *args):
+        with self.assertRaises(inspect.InspectError) as cm:
+            function(*args)
+        self.assertEqual(cm.exception.code, code)
+        self.assertEqual(cm.exception.errno, code)
+        self.assertEqual(cm.exception.strerror, inspect.strerror(code))
+        return cm.exception
+
+    def test_a_process_without_the_library(self):
+        sleeper = subprocess.Popen(["sleep", "60"])
+        try:
+            e = self.assertCode(inspect.Error.ENOSLOT, inspect.Inspector, sleeper.pid)
+            self.assertEqual(e.name, "ENOSLOT")
+            self.assertIn("ENOSLOT", str(e))
+            self.assertCode(inspect.Error.ENOENT, inspect.read_process, sleeper.pid)
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+
+    def test_no_such_process(self):
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        self.assertCode(inspect.Error.ESRCH, inspect.Inspector, gone.pid)
+        self.assertCode(inspect.Error.ESRCH, inspect.read_process, gone.pid)
+        with self.assertRaises(ValueError):
+            inspect.Inspector(-1)
+
+
+if __name__ == "__main__":
+    unittest.main()

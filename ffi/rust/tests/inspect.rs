@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The inspector (feature `inspect`) against a live child: this test
+//! program started again as a service (the test `service`, which does
+//! nothing unless OTEL_TEST_SERVICE is set) that publishes a process
+//! context and, on worker threads, thread contexts; this process, its
+//! parent, reads them from outside.
+//!
+//! ptrace does not work under qemu-user: when OTEL_TEST_NO_PTRACE gives
+//! that reason, the tests return at once (meson test reports the run SKIP:
+//! cargo-test.sh).
+#![cfg(feature = "inspect")]
+
+use otel_thread_ctx::inspect::{read_process, AnyValue, Inspector, Libc, Model};
+use otel_thread_ctx::process::{self, Value};
+use otel_thread_ctx::{register_key, Context, Error, SharedContext};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+
+const WORKERS: u8 = 4;
+
+fn no_ptrace() -> bool {
+    match std::env::var("OTEL_TEST_NO_PTRACE") {
+        Ok(reason) if !reason.is_empty() => {
+            eprintln!("skipped: {}", reason);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The service, in the child: workers 1..=WORKERS publish their own span
+/// with two attributes, t1 and t2 one frozen context, idle nothing.  Prints
+/// "ready" and name=tid pairs, then waits for stdin to close.
+#[test]
+// The threads must all start before any is joined: the collect is needed
+// (clippy 1.63 says otherwise).
+#[allow(clippy::needless_collect)]
+fn service() {
+    if std::env::var_os("OTEL_TEST_SERVICE").is_none() {
+        return;
+    }
+    let route = register_key("http.route").unwrap();
+    let method = register_key("http.method").unwrap();
+    process::publish(&[("service.name", Value::Str("inspect-live"))]).unwrap();
+    let shared = SharedContext::new(&[0x4b; 16], &[0xee; 8], 1, &[(route, "task")]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut names: Vec<String> = (1..=WORKERS).map(|i| format!("w{}", i)).collect();
+    names.extend(["t1", "t2", "idle"].iter().map(|s| s.to_string()));
+    let threads: Vec<_> = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let (tx, shared) = (tx.clone(), shared.clone());
+            std::thread::spawn(move || {
+                let tid = std::fs::read_link("/proc/thread-self").unwrap();
+                let tid = tid.file_name().unwrap().to_str().unwrap().to_string();
+                let _guard: Box<dyn std::any::Any> = if name.starts_with('w') {
+                    let mut ctx = Context::new().unwrap();
+                    let path = format!("/w/{}", i + 1);
+                    ctx.update_all(&[0x4b; 16], &[i as u8 + 1; 8], 1, &[(route, path.as_str()), (method, "GET")])
+                        .unwrap();
+                    Box::new(ctx.update_attach().unwrap())
+                } else if name.starts_with('t') {
+                    Box::new(shared.attach().unwrap())
+                } else {
+                    Box::new(())
+                };
+                tx.send(format!("{}={}", name, tid)).unwrap();
+                loop {
+                    std::thread::park();
+                }
+            })
+        })
+        .collect();
+    let pairs: Vec<String> = threads.iter().map(|_| rx.recv().unwrap()).collect();
+    println!("ready {}", pairs.join(" "));
+    std::io::stdin().read_to_end(&mut Vec::new()).unwrap();
+    std::process::exit(0);
+}
+
+struct Service {
+    child: Child,
+    tids: BTreeMap<String, i32>,
+}
+
+impl Service {
+    fn start() -> Service {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "service", "--nocapture", "--test-threads=1"])
+            .env("OTEL_TEST_SERVICE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        // libtest prints "test service ... " before the test's own output,
+        // on the same line.
+        let mut line = String::new();
+        let ready = loop {
+            line.clear();
+            assert_ne!(out.read_line(&mut line).unwrap(), 0, "the service ended before it was ready");
+            if let Some(at) = line.find("ready ") {
+                break &line[at..];
+            }
+        };
+        let tids = ready
+            .split_whitespace()
+            .skip(1)
+            .map(|w| {
+                let (k, v) = w.split_once('=').unwrap();
+                (k.to_string(), v.parse().unwrap())
+            })
+            .collect();
+        Service { child, tids }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let status = self.child.wait().unwrap();
+        if !std::thread::panicking() {
+            assert!(status.success(), "the service exited {}", status);
+        }
+    }
+}
+
+#[test]
+fn inspect_a_live_service() {
+    if no_ptrace() {
+        return;
+    }
+    let service = Service::start();
+    let ctx = read_process(service.pid()).unwrap();
+    assert_eq!(ctx.resource, vec![("service.name".to_string(), AnyValue::Str("inspect-live".into()))]);
+    assert_eq!(ctx.key_map, Some(vec!["http.route".to_string(), "http.method".to_string()]));
+
+    let mut insp = Inspector::open(service.pid()).unwrap();
+    assert_eq!(insp.pid(), service.pid());
+    assert_eq!(insp.libc(), Libc::Glibc);
+    let module = &insp.modules()[0];
+    assert!(module.path.contains("libotel-thread-ctx"), "{}", module.path);
+    assert!(matches!(module.model, Model::TlsdescStatic | Model::TlsdescDynamic), "{:?}", module.model);
+    assert!(module.model_name.starts_with("tlsdesc"));
+    assert_eq!(insp.key_names(), ["http.route", "http.method"]);
+    assert_eq!(insp.key_name(1), Some("http.method"));
+    assert_eq!(insp.key_name(2), None);
+    assert_eq!(insp.process_context().unwrap().resource_value("service.name"),
+        Some(&AnyValue::Str("inspect-live".into())));
+
+    let threads: BTreeMap<i32, _> = insp.threads().unwrap().into_iter().map(|t| (t.tid, t)).collect();
+    for i in 1..=WORKERS {
+        let t = &threads[&service.tids[&format!("w{}", i)]];
+        let rec = t.record().unwrap();
+        assert_eq!((rec.trace_id(), rec.span_id(), rec.trace_flags()), ([0x4b; 16], [i; 8], 1));
+        assert_eq!(
+            t.named_attrs(),
+            vec![
+                ("http.route".to_string(), format!("/w/{}", i)),
+                ("http.method".to_string(), "GET".to_string())
+            ]
+        );
+        assert_eq!(t.attrs().count(), 2);
+        assert_ne!(t.record_address, 0);
+        assert_eq!(t.anomalies, 0);
+        assert!(format!("{:?}", t).contains("http.route"));
+    }
+    let (t1, t2) = (&threads[&service.tids["t1"]], &threads[&service.tids["t2"]]);
+    assert_eq!(t1.record_address, t2.record_address, "one frozen context, one record");
+    assert_eq!(t1.named_attrs(), vec![("http.route".to_string(), "task".to_string())]);
+    let idle = &threads[&service.tids["idle"]];
+    assert_eq!(idle.record().unwrap_err(), Error::ENOCTX);
+    assert_eq!(idle.attrs().count(), 0);
+
+    let one = insp.thread(service.tids["w2"]);
+    assert_eq!(one.record().unwrap().span_id(), [2; 8]);
+    assert_eq!(insp.thread(std::process::id() as i32).status.unwrap_err(), Error::ESRCH);
+}
+
+#[test]
+fn inspect_errors() {
+    if no_ptrace() {
+        return;
+    }
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id() as i32;
+    let e = Inspector::open(pid).unwrap_err();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert_eq!(e, Error::ENOSLOT);
+    assert!(e.to_string().contains("-4103"));
+    assert!(!e.message().to_lowercase().contains("unknown"), "{}", e.message());
+    let gone = Command::new("true").status().map(|_| pid).unwrap();
+    assert_eq!(Inspector::open(gone).unwrap_err(), Error::ESRCH);
+    assert_eq!(read_process(gone).unwrap_err(), Error::ESRCH);
+}
