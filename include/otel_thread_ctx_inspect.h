@@ -365,6 +365,43 @@ int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
 /* Frees an inspector.  NULL is accepted. */
 void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp);
 
+/*
+ * eBPF readers
+ * ------------
+ * A BPF program reading thread contexts (otel_thread_ctx.bpf.h) follows a
+ * per-process description, struct otel_thread_ctx_bpf_proc (defined in
+ * otel_thread_ctx_bpf.h), that user space computes here and puts in a map:
+ * for each module defining the slot, an offset from the thread pointer
+ * (static TLS) or a DTV index and offset (dynamic TLS), and the DTV layout
+ * of the process's C library.
+ *
+ * The description holds while the process's modules stay as they are.  A
+ * process that loads a module later (dlopen(), a plugin defining the slot)
+ * or unloads one needs a new one: compare otel_thread_ctx_inspect_maps_signature()
+ * with the one taken before otel_thread_ctx_inspect_open(), and when it
+ * differs, open a new inspector and describe the process again.
+ */
+struct otel_thread_ctx_bpf_proc;
+
+/*
+ * Fills *out from what otel_thread_ctx_inspect_open() found.  At most
+ * OTEL_THREAD_CTX_BPF_MAX_MODULES modules are described (with more,
+ * OTEL_THREAD_CTX_BPF_PROC_TRUNCATED is set in out->flags).
+ * Errors: ENULL; ENOSLOT (no module); EMODEL (a module's model has no BPF
+ * description).
+ */
+int otel_thread_ctx_inspect_bpf_proc(const otel_thread_ctx_inspector *insp,
+				     struct otel_thread_ctx_bpf_proc *out);
+
+/*
+ * A cheap signature of the files process `pid` maps from their start (the
+ * modules it has loaded: address, device, inode and path of each), in
+ * *signature.  It changes when the process loads or unloads a module, and
+ * not when it maps anonymous memory or starts threads.
+ * Errors: ENULL; ESRCH; EPERM (its maps may not be read); ESYS.
+ */
+int otel_thread_ctx_inspect_maps_signature(pid_t pid, uint64_t *signature);
+
 #ifdef __cplusplus
 }
 #endif

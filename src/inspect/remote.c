@@ -63,21 +63,13 @@ static const char *hex(const char *p, uint64_t *out)
 	return digits > 0 ? p : NULL;
 }
 
-static const char *field(const char *p)
-{
-	while (*p == ' ' || *p == '\t')
-		p++;
-	while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n')
-		p++;
-	return p;
-}
-
 /* "start-end perms offset dev inode   name"; the line is modified (the
  * newline ends the name). */
 static int parse_line(char *line, struct otel__maps_entry *e)
 {
 	const char *p = line;
-	char *nl;
+	char *nl, *inode_end;
+	uint64_t dev, minor;
 
 	if ((p = hex(p, &e->start)) == NULL || *p++ != '-' || (p = hex(p, &e->end)) == NULL ||
 	    *p++ != ' ' || e->end < e->start)
@@ -89,8 +81,15 @@ static int parse_line(char *line, struct otel__maps_entry *e)
 	p += 5;
 	if ((p = hex(p, &e->offset)) == NULL)
 		return 0;
-	p = field(p); /* dev */
-	p = field(p); /* inode */
+	if (*p++ != ' ' || (p = hex(p, &dev)) == NULL || *p++ != ':' ||
+	    (p = hex(p, &minor)) == NULL || *p++ != ' ')
+		return 0;
+	e->dev_major = (uint32_t)dev;
+	e->dev_minor = (uint32_t)minor;
+	e->inode = strtoull(p, &inode_end, 10);
+	if (inode_end == p)
+		return 0;
+	p = inode_end;
 	while (*p == ' ' || *p == '\t')
 		p++;
 	nl = strchr(p, '\n');

@@ -27,6 +27,8 @@ int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 struct otel__maps_entry {
 	uint64_t start, end;
 	uint64_t offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
 	char perms[5];    /* "r-xp" */
 	const char *name; /* what follows the inode: a path, "[heap]", "" */
 };

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0-only */
+/*
+ * otel-thread-ctx for eBPF programs: read the OpenTelemetry thread context
+ * (OTEP 4947) of the task a BPF program runs for, typically from a perf
+ * event that interrupted it.
+ *
+ * Include it after the kernel's types and the libbpf headers' requirements,
+ * the libbpf way:
+ *
+ *     #include "vmlinux.h"               (or <linux/types.h> and <linux/bpf.h>)
+ *     #include <bpf/bpf_helpers.h>
+ *     #include <bpf/bpf_core_read.h>
+ *     #include <otel_thread_ctx.bpf.h>
+ *
+ * and compile with clang's BPF target, -g (BTF, for CO-RE) and the target's
+ * CPU as libbpf names it: -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64.
+ *
+ * The program needs a GPL-compatible license ("GPL", "Dual BSD/GPL"): the
+ * helpers it calls (bpf_get_current_task, bpf_probe_read_kernel,
+ * bpf_probe_read_user) are GPL-only; this file may be used under GPL-2.0 for
+ * that reason.
+ *
+ * Steps (otel_thread_ctx_bpf_read_current()):
+ *
+ * 0. A task that is exiting (PF_EXITING in task_struct.flags, read through
+ *    CO-RE as well) is not read: do_exit() releases its memory, after
+ *    which every read of it fails.
+ * 1. The thread pointer of the current task, from its task_struct through
+ *    BTF and CO-RE relocations: thread.fsbase on x86-64 (the %fs base),
+ *    thread.uw.tp_value on aarch64 (tpidr_el0).  The types below carry
+ *    only the fields read, with the "___otel" flavour suffix, so they do
+ *    not clash with vmlinux.h; libbpf matches them to the running kernel's
+ *    task_struct at load time.  The kernel keeps these fields current when
+ *    it switches tasks (and at clone() with CLONE_SETTLS, and on x86-64 at
+ *    arch_prctl(ARCH_SET_FS)); an aarch64 thread that sets tpidr_el0 from
+ *    user space (glibc and musl do it for the main thread at start-up) is
+ *    seen with its new thread pointer from its first task switch on.
+ * 2. The slot, from the process description user space put in a map
+ *    (struct otel_thread_ctx_bpf_proc, otel_thread_ctx_bpf.h): static TLS
+ *    is an offset from the thread pointer, dynamic TLS a walk of the DTV.
+ * 3. The record: the 28-byte header first; `valid` must be 1;
+ *    attrs_data_size must be at most 612; then exactly attrs_data_size
+ *    bytes of attributes.  Never a fixed 640 bytes: a record may be smaller
+ *    and end near the end of a mapping.
+ *
+ * Memory of the process is read with bpf_probe_read_user(), which does not
+ * fault pages in: a record on a page that is not resident (swapped out,
+ * never touched) reads as UNREADABLE.  Nothing is trusted: every pointer and
+ * size comes from the process, and each one is checked or bounded before it
+ * is used.
+ *
+ * Kernels: Linux 5.8 or later with BTF (/sys/kernel/btf/vmlinux):
+ * bpf_probe_read_user() needs 5.5, the ring buffer of the sample tool 5.8.
+ * Verified on Linux 6.18 (x86-64).
+ */
+#ifndef OTEL_THREAD_CTX_DOT_BPF_H
+#define OTEL_THREAD_CTX_DOT_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "otel_thread_ctx_bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
+struct otel__thread_struct___otel {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+#elif defined(__TARGET_ARCH_arm64)
+struct otel__thread_struct___otel {
+	struct {
+		unsigned long tp_value;
+	} __attribute__((preserve_access_index)) uw;
+} __attribute__((preserve_access_index));
+#else
+#error "otel_thread_ctx.bpf.h: define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64"
+#endif
+
+/* Matched to the kernel's struct task_struct (CO-RE drops the suffix). */
+struct task_struct___otel {
+	unsigned int flags;
+	struct otel__thread_struct___otel thread;
+} __attribute__((preserve_access_index));
+
+/* task_struct.flags: the task is in do_exit(), which releases its memory
+ * (after that, reads of user memory fail); the value has not changed since
+ * Linux 2.6. */
+#define OTEL__PF_EXITING 0x00000004u
+
+/* The current task's thread pointer, 0 if it cannot be read. */
+static __always_inline __u64 otel_thread_ctx_bpf_thread_pointer(void)
+{
+	struct task_struct___otel *task = (struct task_struct___otel *)bpf_get_current_task();
+
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(task, thread.fsbase);
+#else
+	return BPF_CORE_READ(task, thread.uw.tp_value);
+#endif
+}
+
+/* Whether the current task is exiting. */
+static __always_inline int otel_thread_ctx_bpf_task_exiting(void)
+{
+	struct task_struct___otel *task = (struct task_struct___otel *)bpf_get_current_task();
+
+	return (BPF_CORE_READ(task, flags) & OTEL__PF_EXITING) != 0;
+}
+
+static __always_inline int otel__bpf_read_u64(__u64 addr, __u64 *v)
+{
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+/*
+ * The address of module m's slot in the thread whose thread pointer is tp:
+ * OTEL_THREAD_CTX_BPF_OK and *slot, NO_TLS (the thread has no block for a
+ * dynamic module yet) or UNREADABLE.
+ */
+static __always_inline int
+otel_thread_ctx_bpf_slot_address(const struct otel_thread_ctx_bpf_proc *proc,
+				 const struct otel_thread_ctx_bpf_module *m, __u64 tp, __u64 *slot)
+{
+	__u64 dtv = 0, count = 0, block = 0, id = m->module_id;
+
+	if (m->kind == OTEL_THREAD_CTX_BPF_KIND_STATIC) {
+		*slot = tp + (__u64)m->tp_offset;
+		return OTEL_THREAD_CTX_BPF_OK;
+	}
+	if (m->kind != OTEL_THREAD_CTX_BPF_KIND_DTV)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	if (otel__bpf_read_u64(tp + (__u64)proc->dtv_at, &dtv) != 0 || dtv == 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	if (otel__bpf_read_u64(dtv + (__u64)proc->dtv_count_at, &count) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	/* A thread whose DTV predates the module's load has fewer entries. */
+	if (id == 0 || id > count)
+		return OTEL_THREAD_CTX_BPF_NO_TLS;
+	if (otel__bpf_read_u64(dtv + id * proc->dtv_entry_size, &block) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	/* Not allocated yet: 0 (musl), TLS_DTV_UNALLOCATED, all ones (glibc). */
+	if (block == 0 || block == ~(__u64)0)
+		return OTEL_THREAD_CTX_BPF_NO_TLS;
+	*slot = block + m->dtv_offset;
+	return OTEL_THREAD_CTX_BPF_OK;
+}
+
+/*
+ * Reads the record at `addr` into *rec: the header, and when it is valid and
+ * its size within bounds, exactly attrs_data_size bytes of attributes.
+ * *found_size receives attrs_data_size as found.  Returns the status: OK,
+ * INVALID, OVERSIZED, UNREADABLE or MISALIGNED.
+ */
+static __always_inline int otel_thread_ctx_bpf_read_record(__u64 addr,
+							   struct otel_thread_ctx_bpf_record *rec,
+							   __u16 *found_size)
+{
+	__u64 n;
+
+	if (addr & 1)
+		return OTEL_THREAD_CTX_BPF_MISALIGNED;
+	if (bpf_probe_read_user(rec, OTEL_THREAD_CTX_BPF_HEADER_SIZE, (const void *)addr) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	n = rec->attrs_data_size;
+	*found_size = (__u16)n;
+	if (rec->valid != 1)
+		return OTEL_THREAD_CTX_BPF_INVALID;
+	if (n > OTEL_THREAD_CTX_BPF_ATTRS_MAX)
+		return OTEL_THREAD_CTX_BPF_OVERSIZED;
+	if (n == 0)
+		return OTEL_THREAD_CTX_BPF_OK;
+	/* The verifier must see the bound on the very register passed as the
+	 * size; the compiler may otherwise test a copy of it. */
+	asm volatile("%[n] &= 0x3ff" : [n] "+r"(n));
+	if (n > OTEL_THREAD_CTX_BPF_ATTRS_MAX)
+		return OTEL_THREAD_CTX_BPF_OVERSIZED;
+	if (bpf_probe_read_user(rec->attrs_data, n,
+				(const void *)(addr + OTEL_THREAD_CTX_BPF_HEADER_SIZE)) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	return OTEL_THREAD_CTX_BPF_OK;
+}
+
+/*
+ * Reads the current task's thread context into *ev, following `proc` (the
+ * description of the current process): fills status, module,
+ * record_address, attrs_data_size and the record's bytes as
+ * otel_thread_ctx_bpf_event_size() counts them, and pid, tid and cpu.  For
+ * an exiting task nothing is read, and the status is EXITING.  The caller
+ * sets time_ns if it wants it.  Returns ev->status.
+ *
+ * With several modules, the first whose slot is not NULL is read.  When none
+ * has a record: NO_CONTEXT if some slot was NULL, else what the first module
+ * gave (NO_TLS, UNREADABLE).
+ */
+static __always_inline int
+otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
+				 struct otel_thread_ctx_bpf_event *ev)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 tp = otel_thread_ctx_bpf_thread_pointer();
+	int status = OTEL_THREAD_CTX_BPF_UNREADABLE, seen_null = 0;
+	__u32 i;
+
+	ev->pid = (__u32)(id >> 32);
+	ev->tid = (__u32)id;
+	ev->cpu = (__u8)bpf_get_smp_processor_id();
+	ev->module = 0;
+	ev->record_address = 0;
+	ev->attrs_data_size = 0;
+	if (otel_thread_ctx_bpf_task_exiting()) {
+		ev->status = OTEL_THREAD_CTX_BPF_EXITING;
+		return ev->status;
+	}
+	if (tp == 0) {
+		ev->status = OTEL_THREAD_CTX_BPF_UNREADABLE;
+		return ev->status;
+	}
+#pragma unroll
+	for (i = 0; i < OTEL_THREAD_CTX_BPF_MAX_MODULES; i++) {
+		__u64 slot = 0, rec = 0;
+		int rc;
+
+		if (i >= proc->module_count)
+			break;
+		rc = otel_thread_ctx_bpf_slot_address(proc, &proc->modules[i], tp, &slot);
+		if (rc == OTEL_THREAD_CTX_BPF_OK && otel__bpf_read_u64(slot, &rec) != 0)
+			rc = OTEL_THREAD_CTX_BPF_UNREADABLE;
+		if (rc != OTEL_THREAD_CTX_BPF_OK) {
+			if (i == 0)
+				status = rc;
+			continue;
+		}
+		if (rec == 0) {
+			seen_null = 1;
+			continue;
+		}
+		ev->module = (__u8)i;
+		ev->record_address = rec;
+		ev->status = otel_thread_ctx_bpf_read_record(rec, &ev->record, &ev->attrs_data_size);
+		return ev->status;
+	}
+	ev->status = seen_null ? OTEL_THREAD_CTX_BPF_NO_CONTEXT : status;
+	return ev->status;
+}
+
+#endif /* OTEL_THREAD_CTX_DOT_BPF_H */

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * otel-thread-ctx for eBPF readers: the structures a BPF program and its
+ * user-space side share.  Plain fixed-width types, explicit padding, the same
+ * layout in both worlds (checked below).
+ *
+ * struct otel_thread_ctx_bpf_proc describes, for one process, how a thread of
+ * it reaches its otel_thread_ctx_v1 slot from its thread pointer.  User space
+ * computes it from the inspector (otel_thread_ctx_inspect_bpf_proc() in
+ * otel_thread_ctx_inspect.h) and stores it in a BPF map keyed by the
+ * process id; the BPF side (otel_thread_ctx.bpf.h) follows it:
+ *
+ *   static TLS  (TLSDESC static, initial-exec, local-exec)
+ *               slot = thread pointer + tp_offset
+ *   dynamic TLS (TLSDESC dynamic, general-dynamic)
+ *               dtv   = *(thread pointer + dtv_at)
+ *               count = *(dtv + dtv_count_at)       module_id <= count, else
+ *                                                   the thread has no block
+ *               block = *(dtv + module_id * dtv_entry_size)
+ *                                                   0 or all ones: no block
+ *               slot  = block + dtv_offset
+ *
+ * The DTV layout depends on the C library and the CPU:
+ *
+ *   glibc x86-64   dtv_at  8, count_at -16, entry 16  (dtv[-1] is the length)
+ *   glibc aarch64  dtv_at  0, count_at -16, entry 16
+ *   musl  x86-64   dtv_at  8, count_at   0, entry  8  (dtv[0] is the count)
+ *   musl  aarch64  dtv_at -8, count_at   0, entry  8
+ *
+ * A process may have several modules that define the slot; a thread's record
+ * is read from the first one whose slot is not NULL in that thread (as the
+ * inspector does).
+ *
+ * struct otel_thread_ctx_bpf_event is one sample: who, what the reader found
+ * (status), and a copy of the record: its 28-byte header, then exactly
+ * attrs_data_size bytes of attributes (at most 612).  Only the bytes read are
+ * meaningful; otel_thread_ctx_bpf_event_size() is how many of them a BPF
+ * program needs to pass on.
+ */
+#ifndef OTEL_THREAD_CTX_BPF_H
+#define OTEL_THREAD_CTX_BPF_H
+
+#if defined(__bpf__)
+/* The BPF program includes vmlinux.h or <linux/types.h> first. */
+#define OTEL_THREAD_CTX_BPF_U8 __u8
+#define OTEL_THREAD_CTX_BPF_U16 __u16
+#define OTEL_THREAD_CTX_BPF_U32 __u32
+#define OTEL_THREAD_CTX_BPF_U64 __u64
+#define OTEL_THREAD_CTX_BPF_S64 __s64
+#else
+#include <stddef.h>
+#include <stdint.h>
+#define OTEL_THREAD_CTX_BPF_U8 uint8_t
+#define OTEL_THREAD_CTX_BPF_U16 uint16_t
+#define OTEL_THREAD_CTX_BPF_U32 uint32_t
+#define OTEL_THREAD_CTX_BPF_U64 uint64_t
+#define OTEL_THREAD_CTX_BPF_S64 int64_t
+#endif
+
+/* Modules defining the slot that one process description holds. */
+#define OTEL_THREAD_CTX_BPF_MAX_MODULES 4
+/* The record: a 28-byte header, then at most 612 bytes of attributes. */
+#define OTEL_THREAD_CTX_BPF_HEADER_SIZE 28
+#define OTEL_THREAD_CTX_BPF_ATTRS_MAX 612
+
+/* How a module's slot is found (struct otel_thread_ctx_bpf_module.kind). */
+#define OTEL_THREAD_CTX_BPF_KIND_STATIC 1 /* thread pointer + tp_offset */
+#define OTEL_THREAD_CTX_BPF_KIND_DTV 2    /* DTV[module_id] + dtv_offset */
+
+/* struct otel_thread_ctx_bpf_proc.flags */
+/* The process has more modules defining the slot than the description
+ * holds: only the first OTEL_THREAD_CTX_BPF_MAX_MODULES are read. */
+#define OTEL_THREAD_CTX_BPF_PROC_TRUNCATED 1u
+
+/* struct otel_thread_ctx_bpf_proc.libc (as in otel_thread_ctx_inspect.h) */
+#define OTEL_THREAD_CTX_BPF_LIBC_UNKNOWN 0
+#define OTEL_THREAD_CTX_BPF_LIBC_GLIBC 1
+#define OTEL_THREAD_CTX_BPF_LIBC_MUSL 2
+
+struct otel_thread_ctx_bpf_module {
+	OTEL_THREAD_CTX_BPF_S64 tp_offset;  /* KIND_STATIC */
+	OTEL_THREAD_CTX_BPF_U64 dtv_offset; /* KIND_DTV: the slot's offset in the block */
+	OTEL_THREAD_CTX_BPF_U32 kind;
+	OTEL_THREAD_CTX_BPF_U32 module_id;  /* KIND_DTV: the module's DTV index, >= 1 */
+};
+
+struct otel_thread_ctx_bpf_proc {
+	OTEL_THREAD_CTX_BPF_U32 module_count; /* 1 .. OTEL_THREAD_CTX_BPF_MAX_MODULES */
+	OTEL_THREAD_CTX_BPF_U32 flags;        /* OTEL_THREAD_CTX_BPF_PROC_* */
+	/* The DTV layout, used by KIND_DTV modules (0 when the C library is
+	 * unknown: then no module is KIND_DTV). */
+	OTEL_THREAD_CTX_BPF_S64 dtv_at;
+	OTEL_THREAD_CTX_BPF_S64 dtv_count_at;
+	OTEL_THREAD_CTX_BPF_U32 dtv_entry_size;
+	OTEL_THREAD_CTX_BPF_U32 libc; /* OTEL_THREAD_CTX_BPF_LIBC_* */
+	struct otel_thread_ctx_bpf_module modules[OTEL_THREAD_CTX_BPF_MAX_MODULES];
+};
+
+/* What a read found (struct otel_thread_ctx_bpf_event.status). */
+enum otel_thread_ctx_bpf_status {
+	/* A valid record: header and attributes copied. */
+	OTEL_THREAD_CTX_BPF_OK = 0,
+	/* The slot is NULL: the thread publishes nothing. */
+	OTEL_THREAD_CTX_BPF_NO_CONTEXT = 1,
+	/* Dynamic TLS: the thread has no block for the module (it never
+	 * touched the library), so no context either. */
+	OTEL_THREAD_CTX_BPF_NO_TLS = 2,
+	/* valid != 1: a lost sample (header copied). */
+	OTEL_THREAD_CTX_BPF_INVALID = 3,
+	/* attrs_data_size > 612: the writer broke the format (header
+	 * copied, attributes not). */
+	OTEL_THREAD_CTX_BPF_OVERSIZED = 4,
+	/* The slot, the DTV or the record could not be read. */
+	OTEL_THREAD_CTX_BPF_UNREADABLE = 5,
+	/* The record pointer is odd (records are 2-aligned). */
+	OTEL_THREAD_CTX_BPF_MISALIGNED = 6,
+	/* The thread is exiting (in the kernel, PF_EXITING): its memory may
+	 * be gone already, and it runs no more user code; nothing is read. */
+	OTEL_THREAD_CTX_BPF_EXITING = 7,
+	OTEL_THREAD_CTX_BPF_STATUS_COUNT = 8,
+};
+
+/* The record as OTEP 4947 lays it out (struct otel_thread_ctx_record). */
+struct otel_thread_ctx_bpf_record {
+	OTEL_THREAD_CTX_BPF_U8 trace_id[16];
+	OTEL_THREAD_CTX_BPF_U8 span_id[8];
+	OTEL_THREAD_CTX_BPF_U8 valid;
+	OTEL_THREAD_CTX_BPF_U8 trace_flags;
+	OTEL_THREAD_CTX_BPF_U16 attrs_data_size;
+	OTEL_THREAD_CTX_BPF_U8 attrs_data[OTEL_THREAD_CTX_BPF_ATTRS_MAX];
+};
+
+struct otel_thread_ctx_bpf_event {
+	OTEL_THREAD_CTX_BPF_U64 time_ns;        /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	OTEL_THREAD_CTX_BPF_U64 record_address; /* the slot's value; 0 when not read */
+	OTEL_THREAD_CTX_BPF_U32 pid;            /* process (thread group) id */
+	OTEL_THREAD_CTX_BPF_U32 tid;            /* thread id */
+	OTEL_THREAD_CTX_BPF_U32 status;         /* enum otel_thread_ctx_bpf_status */
+	OTEL_THREAD_CTX_BPF_U16 attrs_data_size; /* as found, before the bound */
+	OTEL_THREAD_CTX_BPF_U8 module;          /* index of the module read */
+	OTEL_THREAD_CTX_BPF_U8 cpu;             /* CPU of the sample, modulo 256 */
+	struct otel_thread_ctx_bpf_record record;
+};
+
+/* Offset of the record in the event. */
+#define OTEL_THREAD_CTX_BPF_EVENT_RECORD 32
+
+/* The bytes of `ev` that hold something: up to the header when a record
+ * header was read, plus the attributes when they were. */
+static inline OTEL_THREAD_CTX_BPF_U32
+otel_thread_ctx_bpf_event_size(const struct otel_thread_ctx_bpf_event *ev)
+{
+	OTEL_THREAD_CTX_BPF_U32 n = OTEL_THREAD_CTX_BPF_EVENT_RECORD;
+
+	if (ev->status == OTEL_THREAD_CTX_BPF_OK) {
+		OTEL_THREAD_CTX_BPF_U32 a = ev->record.attrs_data_size;
+
+		/* Checked by the reader; bounded again for the verifier. */
+		if (a > OTEL_THREAD_CTX_BPF_ATTRS_MAX)
+			a = OTEL_THREAD_CTX_BPF_ATTRS_MAX;
+		n += OTEL_THREAD_CTX_BPF_HEADER_SIZE + a;
+	} else if (ev->status == OTEL_THREAD_CTX_BPF_INVALID ||
+		   ev->status == OTEL_THREAD_CTX_BPF_OVERSIZED) {
+		n += OTEL_THREAD_CTX_BPF_HEADER_SIZE;
+	}
+	return n;
+}
+
+#ifdef __cplusplus
+#define OTEL_THREAD_CTX_BPF_ASSERT(c, m) static_assert(c, m)
+#else
+#define OTEL_THREAD_CTX_BPF_ASSERT(c, m) _Static_assert(c, m)
+#endif
+OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_module) == 24, "module size");
+OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_proc) ==
+				   32 + 24 * OTEL_THREAD_CTX_BPF_MAX_MODULES,
+			   "proc size");
+OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_record) == 640, "record size");
+OTEL_THREAD_CTX_BPF_ASSERT(__builtin_offsetof(struct otel_thread_ctx_bpf_record, attrs_data) ==
+				   OTEL_THREAD_CTX_BPF_HEADER_SIZE,
+			   "record header size");
+OTEL_THREAD_CTX_BPF_ASSERT(__builtin_offsetof(struct otel_thread_ctx_bpf_event, record) ==
+				   OTEL_THREAD_CTX_BPF_EVENT_RECORD,
+			   "event record offset");
+OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_event) ==
+				   OTEL_THREAD_CTX_BPF_EVENT_RECORD + 640,
+			   "event size");
+#undef OTEL_THREAD_CTX_BPF_ASSERT
+
+#endif /* OTEL_THREAD_CTX_BPF_H */
