@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The update storm under the eBPF sampler: starts the target (target.c) in
+ * storm mode, samples its writer threads with the sampler the tool uses
+ * (tools/sample/sampler.h: the BPF program, perf events on every CPU, the
+ * process description from the inspector), and checks every sample:
+ *
+ *   - no record with valid != 1 (invalid), none oversized, none unreadable
+ *     or misaligned;
+ *   - each record is exactly the record of the sequence number it carries
+ *     (records.h), so nothing torn;
+ *   - that sequence number belongs to the thread the sample was taken on,
+ *     so the BPF side read that thread's own slot;
+ *   - per thread, sequence numbers never go back, and none is beyond the
+ *     last one the thread published: every value read was published;
+ *   - every writer was seen with a record.
+ *
+ *   storm-check [--late] [--expect MODEL] [--samples N] [--frequency HZ]
+ *               [--max-seconds S] -- TARGET [ARGS...]
+ *
+ * --expect: the model the inspector must find for the slot
+ * (tlsdesc-static, tlsdesc-dynamic, local-exec, ...), so that the test is
+ * on the TLS path it is named for.  --late: the target loads the library
+ * only after sampling has started (target.c, "late"), so the sampler must
+ * notice the new module through the maps signature and describe the process
+ * afresh.  Samples: --samples, else OTEL_TEST_BPF_SAMPLES, else 250000,
+ * shrunk in proportion to OTEL_TEST_SIGNALS under the slow test setups;
+ * a fifth of that with --late.
+ *
+ * Exits 77 when BPF is refused here (not root, no BTF, lockdown), 0 when
+ * everything checks out, 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "otel_thread_ctx.h"
+#include "records.h"
+#include "sampler.h"
+
+#define MAX_WRITERS 16
+
+struct writer {
+	uint32_t tid;
+	int index;
+	uint64_t ok, last_seq, published;
+};
+
+static struct {
+	uint32_t pid;
+	struct writer w[MAX_WRITERS];
+	int nw;
+	uint64_t total, by_status[OTEL_THREAD_CTX_BPF_STATUS_COUNT];
+	uint64_t torn, wrong_thread, unknown_thread, regressions, attrs_bytes;
+	int reported;
+} st;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void complain(const char *what, const struct otel_thread_ctx_bpf_event *ev, uint64_t seq)
+{
+	if (st.reported++ < 10)
+		fprintf(stderr, "storm-check: %s: tid %u, record at 0x%llx, seq 0x%llx, size %u\n",
+			what, ev->tid, (unsigned long long)ev->record_address,
+			(unsigned long long)seq, ev->record.attrs_data_size);
+}
+
+static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size_t size)
+{
+	struct writer *w = NULL;
+	uint64_t seq = 0;
+
+	(void)arg;
+	(void)size;
+	if (ev->pid != st.pid || ev->status >= OTEL_THREAD_CTX_BPF_STATUS_COUNT)
+		return;
+	st.total++;
+	st.by_status[ev->status]++;
+	if (ev->status != OTEL_THREAD_CTX_BPF_OK) {
+		if (ev->status != OTEL_THREAD_CTX_BPF_NO_CONTEXT &&
+		    ev->status != OTEL_THREAD_CTX_BPF_NO_TLS &&
+		    ev->status != OTEL_THREAD_CTX_BPF_EXITING)
+			complain("a broken record", ev, 0);
+		return;
+	}
+	st.attrs_bytes += ev->record.attrs_data_size;
+	for (int i = 0; i < st.nw; i++)
+		if (st.w[i].tid == ev->tid)
+			w = &st.w[i];
+	if (!storm_matches((const struct otel_thread_ctx_record *)&ev->record, &seq)) {
+		st.torn++;
+		complain("torn", ev, seq);
+		return;
+	}
+	if (w == NULL) {
+		st.unknown_thread++;
+		complain("a record on a thread that is no writer", ev, seq);
+		return;
+	}
+	if (storm_index_of(seq) != w->index) {
+		st.wrong_thread++;
+		complain("another thread's record", ev, seq);
+		return;
+	}
+	if (seq < w->last_seq) {
+		st.regressions++;
+		complain("an older record than the last one seen", ev, seq);
+	}
+	w->last_seq = seq;
+	w->ok++;
+}
+
+/* Starts `argv` with pipes on its stdin and stdout. */
+static pid_t spawn(char **argv, FILE **to, FILE **from)
+{
+	int in[2], out[2];
+	pid_t pid;
+
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execv(argv[0], argv);
+		perror("storm-check: exec");
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	*to = fdopen(in[1], "w");
+	*from = fdopen(out[0], "r");
+	return *to != NULL && *from != NULL ? pid : -1;
+}
+
+static int read_line(FILE *f, char *buf, size_t len)
+{
+	if (fgets(buf, (int)len, f) == NULL)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* "ready TID:INDEX ..." */
+static int parse_ready(const char *line)
+{
+	const char *p;
+	int used;
+	unsigned int tid, index;
+
+	if (strncmp(line, "ready", 5) != 0)
+		return -1;
+	p = line + 5;
+	while (st.nw < MAX_WRITERS && sscanf(p, " %u:%u%n", &tid, &index, &used) == 2) {
+		st.w[st.nw].tid = tid;
+		st.w[st.nw].index = (int)index;
+		st.nw++;
+		p += used;
+	}
+	return st.nw > 0 ? 0 : -1;
+}
+
+/* "records TID:N ..." */
+static int parse_records(const char *line)
+{
+	const char *p;
+	int used;
+	unsigned int tid;
+	unsigned long long n;
+
+	if (strncmp(line, "records", 7) != 0)
+		return -1;
+	p = line + 7;
+	while (sscanf(p, " %u:%llu%n", &tid, &n, &used) == 2) {
+		for (int i = 0; i < st.nw; i++)
+			if (st.w[i].tid == tid)
+				st.w[i].published = n;
+		p += used;
+	}
+	return 0;
+}
+
+static unsigned long env_ul(const char *name, unsigned long fallback)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (s == NULL || *s == '\0')
+		return fallback;
+	v = strtoul(s, &end, 10);
+	return *end == '\0' && v > 0 ? v : fallback;
+}
+
+static unsigned long max_sample_rate(void)
+{
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+
+	if (f != NULL) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	struct otel_sampler_options o = { 0, 0, 16u << 20, 16 };
+	const char *expect = NULL;
+	struct otel_sampler *s = NULL;
+	const struct otel_sampler_proc *p;
+	unsigned long quota, signals = env_ul("OTEL_TEST_SIGNALS", 0);
+	double max_seconds = 90, started, t, last_refresh;
+	int late = 0, rc, status, failures = 0, a;
+	char why[512], line[4096];
+	FILE *to, *from;
+	pid_t pid;
+
+	quota = env_ul("OTEL_TEST_BPF_SAMPLES", 0);
+	if (quota == 0) {
+		quota = 250000;
+		/* The slow setups (valgrind, sanitizers, qemu) shrink the
+		 * signal storm; shrink this one alike. */
+		if (signals != 0 && signals < 100000)
+			quota = quota * signals / 100000;
+	}
+	o.frequency = (unsigned int)env_ul("OTEL_TEST_BPF_FREQUENCY", 40000);
+	for (a = 1; a < argc && strcmp(argv[a], "--") != 0; a++) {
+		if (strcmp(argv[a], "--late") == 0)
+			late = 1;
+		else if (strcmp(argv[a], "--expect") == 0 && a + 1 < argc)
+			expect = argv[++a];
+		else if (strcmp(argv[a], "--samples") == 0 && a + 1 < argc)
+			quota = strtoul(argv[++a], NULL, 10);
+		else if (strcmp(argv[a], "--frequency") == 0 && a + 1 < argc)
+			o.frequency = (unsigned int)strtoul(argv[++a], NULL, 10);
+		else if (strcmp(argv[a], "--max-seconds") == 0 && a + 1 < argc)
+			max_seconds = strtod(argv[++a], NULL);
+		else {
+			fprintf(stderr, "storm-check: bad argument %s\n", argv[a]);
+			return 2;
+		}
+	}
+	if (a + 1 >= argc) {
+		fprintf(stderr, "usage: storm-check [options] -- TARGET [ARGS...]\n");
+		return 2;
+	}
+	/* A late load is about finding the library; fewer samples do. */
+	if (late && quota >= 5)
+		quota /= 5;
+	/* kernel.perf_event_max_sample_rate bounds the frequency, and the
+	 * kernel lowers it when samples take too long. */
+	if (max_sample_rate() != 0 && o.frequency > max_sample_rate())
+		o.frequency = (unsigned int)max_sample_rate();
+
+	/* valgrind's memcheck (meson test --setup valgrind) cannot judge
+	 * libbpf: its bpf() wrapper checks whole bpf_attr unions, of which
+	 * libbpf initialises the part each command uses, and reports the rest
+	 * as uninitialised.  It sets LD_PRELOAD for the programs it runs. */
+	if (getenv("LD_PRELOAD") != NULL && strstr(getenv("LD_PRELOAD"), "vgpreload") != NULL) {
+		printf("skip: under valgrind, whose bpf() wrapper reports libbpf's partly "
+		       "initialised bpf_attr unions as errors\n");
+		return 77;
+	}
+	rc = otel_sampler_open(&o, on_event, NULL, &s, why, sizeof(why));
+	if (rc == OTEL_SAMPLER_EPERM || rc == OTEL_SAMPLER_ENOBTF) {
+		printf("skip: BPF is refused here: %s\n", why);
+		return 77;
+	}
+	if (rc != OTEL_SAMPLER_OK) {
+		otel_sampler_print_log(stderr);
+		fprintf(stderr, "storm-check: %s\n", why);
+		return 1;
+	}
+	pid = spawn(argv + a + 1, &to, &from);
+	if (pid < 0) {
+		perror("storm-check: starting the target");
+		return 1;
+	}
+	st.pid = (uint32_t)pid;
+	if (late) {
+		if (read_line(from, line, sizeof(line)) != 0 || strcmp(line, "waiting") != 0) {
+			fprintf(stderr, "storm-check: the target did not start\n");
+			return 1;
+		}
+		rc = otel_sampler_watch(s, pid);
+		if (rc != OTEL_THREAD_CTX_ENOSLOT) {
+			fprintf(stderr, "storm-check: before the load, expected no slot, got: %s\n",
+				otel_thread_ctx_strerror(rc));
+			return 1;
+		}
+	} else {
+		if (read_line(from, line, sizeof(line)) != 0 || parse_ready(line) != 0) {
+			fprintf(stderr, "storm-check: the target did not start: %s\n", line);
+			return 1;
+		}
+		rc = otel_sampler_watch(s, pid);
+		if (rc != OTEL_THREAD_CTX_OK) {
+			fprintf(stderr, "storm-check: describing the target: %s\n",
+				otel_thread_ctx_strerror(rc));
+			return 1;
+		}
+	}
+	rc = otel_sampler_start(s, why, sizeof(why));
+	if (rc == OTEL_SAMPLER_EPERM) {
+		printf("skip: BPF is refused here: %s\n", why);
+		kill(pid, SIGKILL);
+		return 77;
+	}
+	if (rc != OTEL_SAMPLER_OK) {
+		fprintf(stderr, "storm-check: %s\n", why);
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	if (late) {
+		double deadline;
+
+		/* A little sampling first: the process is not in the map. */
+		for (int i = 0; i < 3; i++)
+			otel_sampler_poll(s, 100);
+		fputs("load\n", to);
+		fflush(to);
+		if (read_line(from, line, sizeof(line)) != 0 || parse_ready(line) != 0) {
+			fprintf(stderr, "storm-check: the target did not load the library\n");
+			return 1;
+		}
+		/* The sampler must see the module through the maps signature. */
+		deadline = now_s() + 10;
+		while ((p = otel_sampler_find(s, pid)) != NULL && p->status != OTEL_THREAD_CTX_OK &&
+		       now_s() < deadline) {
+			otel_sampler_poll(s, 100);
+			otel_sampler_refresh(s, 0);
+		}
+		if (p == NULL || p->status != OTEL_THREAD_CTX_OK) {
+			fprintf(stderr, "storm-check: the loaded library was not noticed: %s\n",
+				p != NULL ? otel_thread_ctx_strerror(p->status) : "process gone");
+			return 1;
+		}
+		printf("the library loaded later was found by a refresh\n");
+	}
+	p = otel_sampler_find(s, pid);
+	{
+		const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(p->insp);
+		const char *model = otel_thread_ctx_inspect_model_name(info->modules[0].model);
+
+		printf("target %d: %s, %d writers, slot in %s: %s", (int)pid,
+		       p->desc.libc == OTEL_THREAD_CTX_BPF_LIBC_MUSL ? "musl" : "glibc", st.nw,
+		       info->modules[0].path, model);
+		if (p->desc.modules[0].kind == OTEL_THREAD_CTX_BPF_KIND_DTV)
+			printf(" (DTV index %u, offset %llu; DTV at tp%+lld, entries of %u bytes)\n",
+			       p->desc.modules[0].module_id,
+			       (unsigned long long)p->desc.modules[0].dtv_offset,
+			       (long long)p->desc.dtv_at, p->desc.dtv_entry_size);
+		else
+			printf(" (thread pointer %+lld)\n", (long long)p->desc.modules[0].tp_offset);
+		if (expect != NULL && strcmp(model, expect) != 0) {
+			fprintf(stderr, "storm-check: expected the model %s\n", expect);
+			failures++;
+		}
+	}
+	printf("sampling at %u Hz per CPU on %u CPUs until %lu samples of the target\n",
+	       o.frequency, otel_sampler_cpus(s), quota);
+	fflush(stdout);
+
+	started = last_refresh = now_s();
+	while (st.total < quota && (t = now_s()) - started < max_seconds) {
+		if (otel_sampler_poll(s, 50) < 0) {
+			fprintf(stderr, "storm-check: polling the ring buffer failed\n");
+			failures++;
+			break;
+		}
+		if (t - last_refresh >= 1) {
+			/* The refresh path runs, with nothing to change. */
+			otel_sampler_refresh(s, 0);
+			last_refresh = t;
+		}
+	}
+	t = now_s() - started;
+	fputs("stop\n", to);
+	fflush(to);
+	if (read_line(from, line, sizeof(line)) != 0 || parse_records(line) != 0) {
+		fprintf(stderr, "storm-check: the target did not stop cleanly\n");
+		failures++;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "storm-check: the target failed (status 0x%x)\n", status);
+		failures++;
+	}
+	while (otel_sampler_poll(s, 0) > 0)
+		;
+	{
+		uint64_t c[OTEL_SAMPLE_COUNTERS], published = 0;
+		const struct otel_sampler_proc *q = otel_sampler_find(s, pid);
+
+		otel_sampler_counters(s, c);
+		for (int i = 0; i < st.nw; i++)
+			published += st.w[i].published - storm_base((unsigned int)st.w[i].index);
+		printf("%llu samples of the target in %.1f s: %llu with a record (%.0f bytes of "
+		       "attributes on average), %llu without (slot NULL %llu, no TLS block %llu, "
+		       "exiting %llu); "
+		       "invalid %llu, torn %llu, oversized %llu, unreadable %llu, misaligned %llu, "
+		       "another thread's %llu, going back %llu; %llu records published; "
+		       "%llu lost in the ring buffer; %u descriptions\n",
+		       (unsigned long long)st.total, t,
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_OK],
+		       st.by_status[OTEL_THREAD_CTX_BPF_OK] ?
+			       (double)st.attrs_bytes / (double)st.by_status[OTEL_THREAD_CTX_BPF_OK] :
+			       0.0,
+		       (unsigned long long)(st.by_status[OTEL_THREAD_CTX_BPF_NO_CONTEXT] +
+					    st.by_status[OTEL_THREAD_CTX_BPF_NO_TLS] +
+					    st.by_status[OTEL_THREAD_CTX_BPF_EXITING]),
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_NO_CONTEXT],
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_NO_TLS],
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_EXITING],
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_INVALID],
+		       (unsigned long long)st.torn,
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_OVERSIZED],
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_UNREADABLE],
+		       (unsigned long long)st.by_status[OTEL_THREAD_CTX_BPF_MISALIGNED],
+		       (unsigned long long)st.wrong_thread, (unsigned long long)st.regressions,
+		       (unsigned long long)published, (unsigned long long)c[OTEL_SAMPLE_COUNTER_LOST],
+		       q != NULL ? q->generation : 0);
+	}
+	for (int i = 0; i < st.nw; i++) {
+		struct writer *w = &st.w[i];
+
+		if (w->ok == 0) {
+			fprintf(stderr, "storm-check: writer %d (tid %u) never seen with a record\n",
+				w->index, w->tid);
+			failures++;
+		}
+		if (w->last_seq > w->published) {
+			fprintf(stderr,
+				"storm-check: writer %d: read sequence 0x%llx, beyond the last one it "
+				"published, 0x%llx\n",
+				w->index, (unsigned long long)w->last_seq,
+				(unsigned long long)w->published);
+			failures++;
+		}
+	}
+	if (st.by_status[OTEL_THREAD_CTX_BPF_INVALID] || st.torn ||
+	    st.by_status[OTEL_THREAD_CTX_BPF_OVERSIZED] ||
+	    st.by_status[OTEL_THREAD_CTX_BPF_UNREADABLE] ||
+	    st.by_status[OTEL_THREAD_CTX_BPF_MISALIGNED] || st.wrong_thread || st.unknown_thread ||
+	    st.regressions)
+		failures++;
+	if (st.total < quota) {
+		fprintf(stderr, "storm-check: only %llu of %lu samples in %.0f s\n",
+			(unsigned long long)st.total, quota, max_seconds);
+		failures++;
+	}
+	otel_sampler_close(s);
+	if (failures) {
+		fprintf(stderr, "storm-check: FAILED\n");
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process the eBPF tests sample.  Built linked with the shared or the
+ * static library (-DTARGET_LINKED), or loading it with dlopen() from the
+ * path given with --lib.
+ *
+ *   target [--lib PATH] MODE [THREADS]
+ *
+ * MODE:
+ *   storm    THREADS writers (default 3) publish records records.h derives
+ *            from sequence numbers, as fast as they can, by every path the
+ *            API has: update of the attached context, update_attach of
+ *            another, update then attach, detach then update_attach, and
+ *            update_all
+ *   values   THREADS threads (default 3) each publish one fixed record
+ *            (records.h, values_record) and spin
+ *   hostile  one spinning thread per case: "edge" (a valid record that
+ *            ends 2 bytes before an inaccessible page), "invalid" (valid
+ *            0), "oversized" (attrs_data_size 700), "unmapped" (a pointer
+ *            to an inaccessible page), "misaligned" (an odd pointer),
+ *            "idle" (publishes nothing, never touches the library)
+ *   late     like storm, but the library is loaded (--lib) only when the
+ *            line "load" arrives on stdin; it prints "waiting" before (and
+ *            exits at the end of stdin without loading it)
+ *
+ * Every mode registers the value keys and publishes a process context.  It
+ * prints "ready TID:INDEX ..." once its threads run, and stops them at the
+ * line "stop" or at the end of stdin; then it prints "records TID:N ..."
+ * (the last sequence number each storm writer published) and exits 0, or 1
+ * if an API call failed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "otel_thread_ctx_process.h"
+#include "otel_thread_ctx.h"
+#include "records.h"
+
+#define MAX_THREADS 16
+
+/* The API through pointers: a dlopen()ed library has no link-time
+ * symbols. */
+static struct {
+	int (*create)(otel_thread_ctx **);
+	int (*destroy)(otel_thread_ctx *);
+	int (*set_ids)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t);
+	int (*set_attrs)(otel_thread_ctx *, const struct otel_thread_ctx_attr *, size_t);
+	int (*update)(otel_thread_ctx *);
+	int (*update_all)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t,
+			  const struct otel_thread_ctx_attr *, size_t);
+	int (*attach)(otel_thread_ctx *, otel_thread_ctx **);
+	int (*update_attach)(otel_thread_ctx *, otel_thread_ctx **);
+	int (*detach)(otel_thread_ctx **);
+	otel_thread_ctx *(*current)(void);
+	int (*key_register)(const char *, unsigned int *);
+	int (*publish)(const struct otel_thread_ctx_process_attr *, size_t);
+} api;
+
+static void *handle;
+
+struct thread {
+	pthread_t t;
+	unsigned int index;
+	pid_t tid;
+	uint64_t last; /* storm: last sequence number published (atomic) */
+	int rc;
+};
+
+static struct thread threads[MAX_THREADS];
+static unsigned int nthreads;
+static pthread_barrier_t ready;
+static int stopping; /* atomic */
+static int failed;   /* atomic */
+
+static void die(const char *what)
+{
+	fprintf(stderr, "target: %s\n", what);
+	exit(1);
+}
+
+static void *sym(const char *name)
+{
+	void *p = dlsym(handle, name);
+
+	if (p == NULL)
+		die(dlerror());
+	return p;
+}
+
+static void load(const char *lib)
+{
+	if (lib != NULL) {
+		handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+		if (handle == NULL)
+			die(dlerror());
+	} else {
+		handle = RTLD_DEFAULT;
+	}
+#ifdef TARGET_LINKED
+	if (lib == NULL) {
+		api.create = otel_thread_ctx_create;
+		api.destroy = otel_thread_ctx_destroy;
+		api.set_ids = otel_thread_ctx_set_ids;
+		api.set_attrs = otel_thread_ctx_set_attrs;
+		api.update = otel_thread_ctx_update;
+		api.update_all = otel_thread_ctx_update_all;
+		api.attach = otel_thread_ctx_attach;
+		api.update_attach = otel_thread_ctx_update_attach;
+		api.detach = otel_thread_ctx_detach;
+		api.current = otel_thread_ctx_current;
+		api.key_register = otel_thread_ctx_key_register;
+		api.publish = otel_thread_ctx_process_publish;
+		return;
+	}
+#endif
+	*(void **)&api.create = sym("otel_thread_ctx_create");
+	*(void **)&api.destroy = sym("otel_thread_ctx_destroy");
+	*(void **)&api.set_ids = sym("otel_thread_ctx_set_ids");
+	*(void **)&api.set_attrs = sym("otel_thread_ctx_set_attrs");
+	*(void **)&api.update = sym("otel_thread_ctx_update");
+	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
+	*(void **)&api.attach = sym("otel_thread_ctx_attach");
+	*(void **)&api.update_attach = sym("otel_thread_ctx_update_attach");
+	*(void **)&api.detach = sym("otel_thread_ctx_detach");
+	*(void **)&api.current = sym("otel_thread_ctx_current");
+	*(void **)&api.key_register = sym("otel_thread_ctx_key_register");
+	*(void **)&api.publish = sym("otel_thread_ctx_process_publish");
+}
+
+/* The calling thread's slot, as the loader resolves the symbol. */
+static const struct otel_thread_ctx_record **slot(void)
+{
+	return (const struct otel_thread_ctx_record **)sym("otel_thread_ctx_v1");
+}
+
+static int stopped(void)
+{
+	return __atomic_load_n(&stopping, __ATOMIC_RELAXED);
+}
+
+/* --- storm --------------------------------------------------------------- */
+
+/* Record n as the draft of ctx, through the setters or update_all. */
+static int draft(otel_thread_ctx *ctx, uint64_t n)
+{
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr attrs[4];
+	size_t k = 0, at = 0;
+	int rc;
+
+	storm_record(n, &r);
+	while (at < r.attrs_data_size) {
+		attrs[k].key = r.attrs_data[at];
+		attrs[k].len = r.attrs_data[at + 1];
+		attrs[k].value = r.attrs_data + at + 2;
+		at += 2u + r.attrs_data[at + 1];
+		k++;
+	}
+	rc = api.set_ids(ctx, r.trace_id, r.span_id, r.trace_flags);
+	if (rc == 0)
+		rc = api.set_attrs(ctx, attrs, k);
+	return rc;
+}
+
+static int commit_all(otel_thread_ctx *ctx, uint64_t n)
+{
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr attrs[4];
+	size_t k = 0, at = 0;
+
+	storm_record(n, &r);
+	while (at < r.attrs_data_size) {
+		attrs[k].key = r.attrs_data[at];
+		attrs[k].len = r.attrs_data[at + 1];
+		attrs[k].value = r.attrs_data + at + 2;
+		at += 2u + r.attrs_data[at + 1];
+		k++;
+	}
+	return api.update_all(ctx, r.trace_id, r.span_id, r.trace_flags, attrs, k);
+}
+
+static void *storm(void *arg)
+{
+	struct thread *t = arg;
+	otel_thread_ctx *cur = NULL, *other = NULL, *prev;
+	uint64_t n = storm_base(t->index) + 1;
+	int rc;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	rc = api.create(&cur);
+	if (rc == 0)
+		rc = api.create(&other);
+	if (rc == 0)
+		rc = draft(cur, n);
+	if (rc == 0)
+		rc = api.update_attach(cur, &prev);
+	__atomic_store_n(&t->last, n, __ATOMIC_RELAXED);
+	pthread_barrier_wait(&ready);
+	while (rc == 0 && !stopped()) {
+		n++;
+		switch (n % 6) {
+		case 0:
+		case 2: /* a new record for the attached context */
+			rc = draft(cur, n);
+			if (rc == 0)
+				rc = api.update(cur);
+			break;
+		case 1: /* switch to the other context and its new data at once */
+			rc = draft(other, n);
+			if (rc == 0)
+				rc = api.update_attach(other, &prev);
+			other = prev, cur = api.current();
+			break;
+		case 3: /* commit while detached, then attach */
+			rc = draft(other, n);
+			if (rc == 0)
+				rc = api.update(other);
+			if (rc == 0)
+				rc = api.attach(other, &prev);
+			other = prev, cur = api.current();
+			break;
+		case 4: /* unpublish for a moment */
+			rc = api.detach(&prev);
+			if (rc == 0)
+				rc = draft(cur, n);
+			if (rc == 0)
+				rc = api.update_attach(cur, &prev);
+			break;
+		case 5: /* everything in one call */
+			rc = commit_all(cur, n);
+			break;
+		}
+		/* Published (or failed) by now. */
+		__atomic_store_n(&t->last, n, __ATOMIC_RELAXED);
+	}
+	if (rc == 0)
+		rc = api.detach(&prev);
+	if (rc == 0)
+		rc = api.destroy(cur);
+	if (rc == 0)
+		rc = api.destroy(other);
+	t->rc = rc;
+	if (rc != 0)
+		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* --- values -------------------------------------------------------------- */
+
+static void spin(void)
+{
+	while (!stopped())
+		__asm__ volatile("" ::: "memory");
+}
+
+static void *values(void *arg)
+{
+	struct thread *t = arg;
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr attrs[VALUES_KEYS];
+	otel_thread_ctx *ctx, *prev;
+	size_t k = 0, at = 0;
+	char name[16];
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	snprintf(name, sizeof(name), "values-%u", t->index);
+	pthread_setname_np(pthread_self(), name);
+	values_record(t->index, &r);
+	while (at < r.attrs_data_size) {
+		attrs[k].key = r.attrs_data[at];
+		attrs[k].len = r.attrs_data[at + 1];
+		attrs[k].value = r.attrs_data + at + 2;
+		at += 2u + r.attrs_data[at + 1];
+		k++;
+	}
+	t->rc = api.create(&ctx);
+	if (t->rc == 0)
+		t->rc = api.update_all(ctx, r.trace_id, r.span_id, r.trace_flags, attrs, k);
+	if (t->rc == 0)
+		t->rc = api.update_attach(ctx, &prev);
+	if (t->rc != 0)
+		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+	pthread_barrier_wait(&ready);
+	spin();
+	if (t->rc == 0 && (api.detach(&prev) != 0 || api.destroy(ctx) != 0))
+		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* --- hostile ------------------------------------------------------------- */
+
+static const char *const hostile_names[] = { "edge", "invalid", "oversized", "unmapped",
+					      "misaligned", "idle" };
+#define HOSTILE_COUNT 6
+
+/* Storage for the broken records, aligned. */
+static struct otel_thread_ctx_record hostile_recs[HOSTILE_COUNT][2];
+
+static const struct otel_thread_ctx_record *hostile_record(unsigned int kind)
+{
+	struct otel_thread_ctx_record *r = &hostile_recs[kind][0];
+	long page = sysconf(_SC_PAGESIZE);
+	char *pages;
+
+	values_record(0, r);
+	switch (kind) {
+	case 0: { /* edge: 28 + 10 bytes, ending where an inaccessible page starts */
+		size_t size = 28 + 10;
+		struct otel_thread_ctx_record *e;
+
+		pages = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (pages == MAP_FAILED || mprotect(pages + page, (size_t)page, PROT_NONE) != 0)
+			die("mmap");
+		e = (struct otel_thread_ctx_record *)(pages + page - size);
+		memcpy(e, r, 28);
+		e->attrs_data_size = 10;
+		e->attrs_data[0] = 0;
+		e->attrs_data[1] = 8;
+		memcpy(e->attrs_data + 2, "edgecase", 8);
+		return e;
+	}
+	case 1:
+		r->valid = 0;
+		return r;
+	case 2:
+		r->attrs_data_size = 700;
+		return r;
+	case 3:
+		pages = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (pages == MAP_FAILED)
+			die("mmap");
+		return (const struct otel_thread_ctx_record *)pages;
+	case 4:
+		return (const struct otel_thread_ctx_record *)((const char *)r + 1);
+	}
+	return NULL;
+}
+
+static void *hostile(void *arg)
+{
+	struct thread *t = arg;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), hostile_names[t->index]);
+	if (t->index != HOSTILE_COUNT - 1)
+		__atomic_store_n(slot(), hostile_record(t->index), __ATOMIC_RELAXED);
+	pthread_barrier_wait(&ready);
+	spin();
+	if (t->index != HOSTILE_COUNT - 1)
+		__atomic_store_n(slot(), NULL, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* --- main ---------------------------------------------------------------- */
+
+static int next_command(char *buf, size_t len)
+{
+	if (fgets(buf, (int)len, stdin) == NULL)
+		return 0;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *lib = NULL, *mode;
+	void *(*fn)(void *) = storm;
+	char cmd[64];
+	int a = 1;
+
+	if (argc > 2 && strcmp(argv[1], "--lib") == 0) {
+		lib = argv[2];
+		a = 3;
+	}
+	if (a >= argc)
+		die("usage: target [--lib PATH] storm|values|hostile|late [THREADS]");
+	mode = argv[a];
+	nthreads = a + 1 < argc ? (unsigned int)atoi(argv[a + 1]) : 3;
+	if (strcmp(mode, "hostile") == 0)
+		nthreads = HOSTILE_COUNT, fn = hostile;
+	else if (strcmp(mode, "values") == 0)
+		fn = values;
+	else if (strcmp(mode, "late") == 0) {
+		if (lib == NULL)
+			die("late needs --lib");
+		printf("waiting\n");
+		fflush(stdout);
+		if (!next_command(cmd, sizeof(cmd)))
+			return 0; /* never asked to load it */
+		if (strcmp(cmd, "load") != 0)
+			die("expected the line \"load\"");
+	} else if (strcmp(mode, "storm") != 0)
+		die("unknown mode");
+	if (nthreads == 0 || nthreads > MAX_THREADS)
+		die("bad thread count");
+	load(lib);
+	for (unsigned int k = 0; k < VALUES_KEYS; k++) {
+		unsigned int idx;
+
+		if (api.key_register(values_key_name(k), &idx) != 0 || idx != k)
+			die("key registration failed");
+	}
+	if (api.publish(NULL, 0) != 0)
+		die("process context publication failed");
+	pthread_barrier_init(&ready, NULL, nthreads + 1);
+	for (unsigned int i = 0; i < nthreads; i++) {
+		threads[i].index = i;
+		if (pthread_create(&threads[i].t, NULL, fn, &threads[i]) != 0)
+			die("pthread_create");
+	}
+	pthread_barrier_wait(&ready);
+	printf("ready");
+	for (unsigned int i = 0; i < nthreads; i++)
+		printf(" %d:%u", (int)threads[i].tid, threads[i].index);
+	printf("\n");
+	fflush(stdout);
+	while (next_command(cmd, sizeof(cmd)) && strcmp(cmd, "stop") != 0)
+		;
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < nthreads; i++)
+		pthread_join(threads[i].t, NULL);
+	printf("records");
+	for (unsigned int i = 0; i < nthreads; i++)
+		printf(" %d:%llu", (int)threads[i].tid,
+		       (unsigned long long)__atomic_load_n(&threads[i].last, __ATOMIC_RELAXED));
+	printf("\n");
+	fflush(stdout);
+	if (__atomic_load_n(&failed, __ATOMIC_RELAXED)) {
+		for (unsigned int i = 0; i < nthreads; i++)
+			if (threads[i].rc != 0)
+				fprintf(stderr, "target: thread %u: API error %d\n", i, threads[i].rc);
+		return 1;
+	}
+	return 0;
+}
