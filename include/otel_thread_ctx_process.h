@@ -27,6 +27,8 @@
  *   attributes (2):  KeyValue threadlocal.schema_version = "tlsdesc_v1_dev"
  *                    KeyValue threadlocal.attribute_key_map = array of the
  *                    registered key names, in index order
+ *                    then the caller's own entries, if any (the options'
+ *                    `attributes`)
  *
  * The library encodes it itself (no protobuf dependency).  The mapping is
  * marked MADV_DONTFORK.  Readers in other processes read it at any time, so
@@ -204,17 +206,26 @@ struct otel_thread_ctx_process_options {
 	size_t size; /* sizeof(struct otel_thread_ctx_process_options) */
 	int schema;  /* enum otel_thread_ctx_process_schema */
 	int on_fork; /* enum otel_thread_ctx_process_fork */
+	/* Entries of ProcessContext.attributes (OTEP 4719 field 2) published
+	 * after this library's threadlocal.* entries, checked and copied as
+	 * the resource attributes are; their keys may not start with
+	 * "threadlocal." (EATTR).  NULL with a count of 0: none. */
+	const struct otel_thread_ctx_process_attr *attributes;
+	size_t attribute_count;
 };
 
 #define OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT                                    \
 	{ sizeof(struct otel_thread_ctx_process_options),                       \
-	  OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV, OTEL_THREAD_CTX_PROCESS_FORK_DROP }
+	  OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV, OTEL_THREAD_CTX_PROCESS_FORK_DROP, \
+	  NULL, 0 }
 
 /*
  * otel_thread_ctx_process_publish() with options, which hold until the
- * context is unpublished (updates and key registrations keep them).  NULL
- * options are the defaults.  Errors: those of publish; EOPTIONS (size too
- * small, an unknown schema or fork value).
+ * context is unpublished or otel_thread_ctx_process_update_with() replaces
+ * them (otel_thread_ctx_process_update() and key registrations keep them).
+ * NULL options are the defaults.  Errors: those of publish; EOPTIONS (size
+ * too small, an unknown schema or fork value); those of the attributes
+ * (ENULL, EATTR, EUTF8, E2BIG: the whole payload counts).
  */
 int otel_thread_ctx_process_publish_with(const struct otel_thread_ctx_process_attr *resource,
 					 size_t count,
@@ -226,6 +237,18 @@ int otel_thread_ctx_process_publish_with(const struct otel_thread_ctx_process_at
  * Errors: those of publish (but EPUBLISHED and EMAP), and ENOTPUBLISHED.
  */
 int otel_thread_ctx_process_update(const struct otel_thread_ctx_process_attr *resource, size_t count);
+
+/*
+ * Replaces the resource attributes and the options (schema version, fork
+ * policy, ProcessContext.attributes) of the published context in one
+ * update, by the same protocol: readers see the old payload or the new,
+ * never a mix, and the mapping stays where it is.  NULL options keep the
+ * current ones (otel_thread_ctx_process_update()).  Errors: those of update
+ * and of publish_with.  On error nothing changes.
+ */
+int otel_thread_ctx_process_update_with(const struct otel_thread_ctx_process_attr *resource,
+					size_t count,
+					const struct otel_thread_ctx_process_options *options);
 
 /*
  * Withdraws the context: the timestamp becomes 0, the mapping is unmapped

@@ -75,6 +75,9 @@ static bool mapping_memfd;
 static pid_t publisher_pid;
 static uint8_t *resource_pb; /* the encoded Resource message */
 static size_t resource_len;
+/* The caller's ProcessContext.attributes, encoded (field 2 KeyValues). */
+static uint8_t *extra_pb;
+static size_t extra_len;
 static uint8_t *payload;     /* what header->payload points to */
 static uint32_t payload_len;
 static uint8_t *payload_prev; /* the payload before it, still readable */
@@ -136,15 +139,17 @@ static size_t key_value_size(size_t key_len, size_t value_size)
 	       otel__pb_len_field_size(KEY_VALUE_VALUE, value_size);
 }
 
-/* The Resource message: one KeyValue per attribute. */
-static void put_resource(struct otel__pb_writer *w, const struct otel_thread_ctx_process_attr *attrs,
-			 size_t n)
+/* One KeyValue per attribute, each as field `field`: the body of a
+ * Resource message (RESOURCE_ATTRIBUTES), or entries of
+ * ProcessContext.attributes (PROCESS_CONTEXT_ATTRIBUTES). */
+static void put_attrs(struct otel__pb_writer *w, uint32_t field,
+		      const struct otel_thread_ctx_process_attr *attrs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t key_len = strlen(attrs[i].key);
 		size_t value_size = any_value_size(&attrs[i]);
 
-		otel__pb_put_len_header(w, RESOURCE_ATTRIBUTES, key_value_size(key_len, value_size));
+		otel__pb_put_len_header(w, field, key_value_size(key_len, value_size));
 		otel__pb_put_len_field(w, KEY_VALUE_KEY, attrs[i].key, key_len);
 		otel__pb_put_len_header(w, KEY_VALUE_VALUE, value_size);
 		put_any_value(w, &attrs[i]);
@@ -204,24 +209,28 @@ static void put_schema_version(struct otel__pb_writer *w)
 	otel__pb_put_len_field(w, ANY_VALUE_STRING, version, str_len);
 }
 
-/* The whole ProcessContext. */
+/* The whole ProcessContext: the resource, this library's two threadlocal.*
+ * entries, then the caller's own entries of ProcessContext.attributes. */
 static void put_process_context(struct otel__pb_writer *w, const uint8_t *resource,
-				size_t resource_size, unsigned int keys)
+				size_t resource_size, const uint8_t *extra, size_t extra_size,
+				unsigned int keys)
 {
 	otel__pb_put_len_field(w, PROCESS_CONTEXT_RESOURCE, resource, resource_size);
 	put_schema_version(w);
 	put_key_map(w, keys);
+	otel__pb_put_raw(w, extra, extra_size);
 }
 
-/* Encodes a payload into new memory.  E2BIG, ENOMEM. */
-static int build_payload(const uint8_t *resource, size_t resource_size, unsigned int keys,
-			 uint8_t **out, uint32_t *out_len)
+/* Encodes a payload into new memory, from the encoded resource and
+ * attributes.  E2BIG, ENOMEM. */
+static int build_payload(const uint8_t *resource, size_t resource_size, const uint8_t *extra,
+			 size_t extra_size, unsigned int keys, uint8_t **out, uint32_t *out_len)
 {
 	struct otel__pb_writer w = otel__pb_measure();
 	size_t size;
 	uint8_t *buf;
 
-	put_process_context(&w, resource, resource_size, keys);
+	put_process_context(&w, resource, resource_size, extra, extra_size, keys);
 	size = w.len;
 	if (size > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 		return OTEL_THREAD_CTX_E2BIG;
@@ -229,7 +238,7 @@ static int build_payload(const uint8_t *resource, size_t resource_size, unsigned
 	if (buf == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
 	w = otel__pb_into(buf, size);
-	put_process_context(&w, resource, resource_size, keys);
+	put_process_context(&w, resource, resource_size, extra, extra_size, keys);
 	if (w.overflow || w.len != size) {
 		/* Measuring and writing disagree: never expected. */
 		free(buf);
@@ -280,10 +289,14 @@ static int check_unique(const struct otel_thread_ctx_process_attr *attrs, size_t
 	return err;
 }
 
-/* Checks the caller's attributes and encodes the Resource message.
- * *out is NULL for an empty resource. */
-static int encode_resource(const struct otel_thread_ctx_process_attr *attrs, size_t n, uint8_t **out,
-			   size_t *out_len)
+/* The namespace of this library's own ProcessContext.attributes entries
+ * (OTEP 4947): the caller's may not use it. */
+#define THREADLOCAL_PREFIX "threadlocal."
+
+/* Checks the caller's attributes and encodes them as fields `field`
+ * (put_attrs()).  *out is NULL when there are none. */
+static int encode_attrs(const struct otel_thread_ctx_process_attr *attrs, size_t n, uint32_t field,
+			uint8_t **out, size_t *out_len)
 {
 	struct otel__pb_writer w = otel__pb_measure();
 	size_t total = 0;
@@ -300,6 +313,9 @@ static int encode_resource(const struct otel_thread_ctx_process_attr *attrs, siz
 			return OTEL_THREAD_CTX_ENULL;
 		key_len = strnlen(a->key, OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX + 1);
 		if (key_len == 0 || !otel__utf8_valid(a->key, key_len))
+			return OTEL_THREAD_CTX_EATTR;
+		if (field == PROCESS_CONTEXT_ATTRIBUTES &&
+		    strncmp(a->key, THREADLOCAL_PREFIX, strlen(THREADLOCAL_PREFIX)) == 0)
 			return OTEL_THREAD_CTX_EATTR;
 		switch (a->type) {
 		case OTEL_THREAD_CTX_PROCESS_STRING: {
@@ -325,8 +341,7 @@ static int encode_resource(const struct otel_thread_ctx_process_attr *attrs, siz
 			return OTEL_THREAD_CTX_EATTR;
 		}
 		/* Every piece is bounded, so this cannot wrap. */
-		total += otel__pb_len_field_size(RESOURCE_ATTRIBUTES,
-						 key_value_size(key_len, any_value_size(a)));
+		total += otel__pb_len_field_size(field, key_value_size(key_len, any_value_size(a)));
 		if (total > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 			return OTEL_THREAD_CTX_E2BIG;
 	}
@@ -334,7 +349,7 @@ static int encode_resource(const struct otel_thread_ctx_process_attr *attrs, siz
 	if (err)
 		return err;
 
-	put_resource(&w, attrs, n);
+	put_attrs(&w, field, attrs, n);
 	*out = NULL;
 	*out_len = w.len;
 	if (w.len == 0)
@@ -343,7 +358,7 @@ static int encode_resource(const struct otel_thread_ctx_process_attr *attrs, siz
 	if (buf == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
 	w = otel__pb_into(buf, *out_len);
-	put_resource(&w, attrs, n);
+	put_attrs(&w, field, attrs, n);
 	if (w.overflow || w.len != *out_len) {
 		free(buf);
 		return OTEL_THREAD_CTX_ENOMEM;
@@ -470,9 +485,10 @@ static void free_buffers(void)
 	free(payload);
 	free(payload_prev);
 	free(resource_pb);
-	payload = payload_prev = resource_pb = NULL;
+	free(extra_pb);
+	payload = payload_prev = resource_pb = extra_pb = NULL;
 	payload_len = 0;
-	resource_len = 0;
+	resource_len = extra_len = 0;
 }
 
 /* The update protocol: timestamp 0, fence, new payload, fence, new
@@ -508,7 +524,7 @@ static int keys_changed(unsigned int keys)
 	forget_if_forked();
 	if (header == NULL)
 		return OTEL_THREAD_CTX_OK;
-	err = build_payload(resource_pb, resource_len, keys, &buf, &len);
+	err = build_payload(resource_pb, resource_len, extra_pb, extra_len, keys, &buf, &len);
 	if (err)
 		return err;
 	switch_payload(buf, len);
@@ -553,107 +569,144 @@ static void after_fork_child(void)
 
 /* --- API -------------------------------------------------------------------- */
 
-OTEL_EXPORT int otel_thread_ctx_process_publish_with(
-	const struct otel_thread_ctx_process_attr *resource, size_t count,
-	const struct otel_thread_ctx_process_options *options)
+/* What a publication holds besides its resource: options and the
+ * caller's ProcessContext.attributes, encoded. */
+struct publication {
+	int schema;
+	int on_fork;
+	uint8_t *extra;
+	size_t extra_len;
+};
+
+/* Checks options (NULL: the defaults) and encodes their attributes into
+ * *p.  EOPTIONS, or an error of encode_attrs(). */
+static int read_options(const struct otel_thread_ctx_process_options *options,
+			struct publication *p)
 {
-	int new_schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV;
-	int new_on_fork = OTEL_THREAD_CTX_PROCESS_FORK_DROP;
+	p->schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV;
+	p->on_fork = OTEL_THREAD_CTX_PROCESS_FORK_DROP;
+	p->extra = NULL;
+	p->extra_len = 0;
+	if (options == NULL)
+		return OTEL_THREAD_CTX_OK;
+	if (options->size < sizeof(*options) ||
+	    (options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV &&
+	     options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1) ||
+	    (options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_DROP &&
+	     options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH))
+		return OTEL_THREAD_CTX_EOPTIONS;
+	p->schema = options->schema;
+	p->on_fork = options->on_fork;
+	return encode_attrs(options->attributes, options->attribute_count,
+			    PROCESS_CONTEXT_ATTRIBUTES, &p->extra, &p->extra_len);
+}
+
+/*
+ * Publishes (`update` false) or replaces (true) the context: the resource,
+ * and with options (or always, when publishing) the schema, fork policy
+ * and attributes.  Nothing changes on error.
+ */
+static int publish(const struct otel_thread_ctx_process_attr *resource, size_t count,
+		   const struct otel_thread_ctx_process_options *options, bool update)
+{
+	/* An update without options keeps what the publication holds. */
+	const bool keep = update && options == NULL;
+	struct publication p;
 	int old_schema, err;
 	uint8_t *res, *buf;
 	size_t res_len;
 	uint32_t len;
 
-	if (options != NULL) {
-		if (options->size < sizeof(*options) ||
-		    (options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV &&
-		     options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1) ||
-		    (options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_DROP &&
-		     options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH))
-			return OTEL_THREAD_CTX_EOPTIONS;
-		new_schema = options->schema;
-		new_on_fork = options->on_fork;
-	}
-	err = encode_resource(resource, count, &res, &res_len);
+	err = read_options(options, &p);
 	if (err)
 		return err;
-	if (!otel__keys_fork_safe()) {
-		free(res);
-		return OTEL_THREAD_CTX_ENOMEM;
+	err = encode_attrs(resource, count, RESOURCE_ATTRIBUTES, &res, &res_len);
+	if (err) {
+		free(p.extra);
+		return err;
+	}
+	if (!update && !otel__keys_fork_safe()) {
+		err = OTEL_THREAD_CTX_ENOMEM;
+		goto out;
 	}
 	otel__keys_lock();
 	forget_if_forked();
-	if (header != NULL) {
-		err = OTEL_THREAD_CTX_EPUBLISHED;
-		goto fail;
+	if (update != (header != NULL)) {
+		err = update ? OTEL_THREAD_CTX_ENOTPUBLISHED : OTEL_THREAD_CTX_EPUBLISHED;
+		goto unlock;
 	}
 	old_schema = schema;
-	schema = new_schema;
-	err = build_payload(res, res_len, otel_thread_ctx_key_count(), &buf, &len);
+	if (!keep)
+		schema = p.schema;
+	err = build_payload(res, res_len, keep ? extra_pb : p.extra, keep ? extra_len : p.extra_len,
+			    otel_thread_ctx_key_count(), &buf, &len);
 	if (err == OTEL_THREAD_CTX_OK) {
-		err = map_and_publish(buf, len);
-		if (err)
-			free(buf);
+		if (update) {
+			switch_payload(buf, len);
+		} else {
+			err = map_and_publish(buf, len);
+			if (err)
+				free(buf);
+		}
 	}
 	if (err) {
 		schema = old_schema;
-		goto fail;
+		goto unlock;
 	}
-	/* Left over from a publication a forked child did not recreate. */
-	free(payload);
-	free(payload_prev);
+	if (!update) {
+		/* Left over from a publication a forked child did not
+		 * recreate. */
+		free(payload);
+		free(payload_prev);
+		payload = buf;
+		payload_len = len;
+		payload_prev = NULL;
+		otel__keys_on_change(keys_changed);
+		otel__keys_on_fork_child(after_fork_child);
+	}
 	free(resource_pb);
-	payload = buf;
-	payload_len = len;
-	payload_prev = NULL;
 	resource_pb = res;
 	resource_len = res_len;
-	on_fork = new_on_fork;
-	otel__keys_on_change(keys_changed);
-	otel__keys_on_fork_child(after_fork_child);
+	res = NULL;
+	if (!keep) {
+		free(extra_pb);
+		extra_pb = p.extra;
+		extra_len = p.extra_len;
+		p.extra = NULL;
+		on_fork = p.on_fork;
+	}
+unlock:
 	otel__keys_unlock();
-	return OTEL_THREAD_CTX_OK;
-fail:
-	otel__keys_unlock();
+out:
 	free(res);
+	free(p.extra);
 	return err;
+}
+
+OTEL_EXPORT int otel_thread_ctx_process_publish_with(
+	const struct otel_thread_ctx_process_attr *resource, size_t count,
+	const struct otel_thread_ctx_process_options *options)
+{
+	return publish(resource, count, options, false);
 }
 
 OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource,
 						size_t count)
 {
-	return otel_thread_ctx_process_publish_with(resource, count, NULL);
+	return publish(resource, count, NULL, false);
+}
+
+OTEL_EXPORT int otel_thread_ctx_process_update_with(
+	const struct otel_thread_ctx_process_attr *resource, size_t count,
+	const struct otel_thread_ctx_process_options *options)
+{
+	return publish(resource, count, options, true);
 }
 
 OTEL_EXPORT int otel_thread_ctx_process_update(const struct otel_thread_ctx_process_attr *resource,
 					size_t count)
 {
-	uint8_t *res, *buf;
-	size_t res_len;
-	uint32_t len;
-	int err = encode_resource(resource, count, &res, &res_len);
-
-	if (err)
-		return err;
-	otel__keys_lock();
-	forget_if_forked();
-	if (header == NULL) {
-		err = OTEL_THREAD_CTX_ENOTPUBLISHED;
-		goto fail;
-	}
-	err = build_payload(res, res_len, otel_thread_ctx_key_count(), &buf, &len);
-	if (err)
-		goto fail;
-	switch_payload(buf, len);
-	free(resource_pb);
-	resource_pb = res;
-	resource_len = res_len;
-	otel__keys_unlock();
-	return OTEL_THREAD_CTX_OK;
-fail:
-	otel__keys_unlock();
-	free(res);
-	return err;
+	return publish(resource, count, NULL, true);
 }
 
 OTEL_EXPORT int otel_thread_ctx_process_unpublish(void)

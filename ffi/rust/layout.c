@@ -68,6 +68,8 @@ int main(void)
 	       offsetof(struct otel_thread_ctx_process_options, size));
 	FIELD(struct otel_thread_ctx_process_options, "process_options", schema);
 	FIELD(struct otel_thread_ctx_process_options, "process_options", on_fork);
+	FIELD(struct otel_thread_ctx_process_options, "process_options", attributes);
+	FIELD(struct otel_thread_ctx_process_options, "process_options", attribute_count);
 
 	SIZE(struct otel_thread_ctx_process_info, "process_info");
 	FIELD(struct otel_thread_ctx_process_info, "process_info", published);

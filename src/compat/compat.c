@@ -151,6 +151,39 @@ static const char *check_resource(const char *const semconv[SEMCONV_FIELDS], con
 	return msg;
 }
 
+/* Checks the extra attributes as libotel-thread-ctx will (keys not empty,
+ * UTF-8, distinct, outside its threadlocal.* namespace; values UTF-8).  NULL
+ * or a static message. */
+static const char *check_extra(const char **extra, size_t pairs)
+{
+	const char **keys;
+	const char *msg = NULL;
+
+	for (size_t i = 0; i < pairs; i++) {
+		if (extra[2 * i][0] == '\0')
+			return PUBLISH_MSG("a key in extra_attributes is empty");
+		if (!utf8_string(extra[2 * i]) || !utf8_string(extra[2 * i + 1]))
+			return PUBLISH_MSG("a key or value in extra_attributes is not valid UTF-8");
+		if (strncmp(extra[2 * i], "threadlocal.", 12) == 0)
+			return PUBLISH_MSG("a key in extra_attributes starts with \"threadlocal.\": "
+					   "those entries come from thread_ctx_config");
+	}
+	if (pairs < 2)
+		return NULL;
+	keys = malloc(pairs * sizeof(*keys));
+	if (keys == NULL)
+		return PUBLISH_MSG("out of memory");
+	for (size_t i = 0; i < pairs; i++)
+		keys[i] = extra[2 * i];
+	qsort(keys, pairs, sizeof(*keys), key_cmp);
+	for (size_t i = 1; i < pairs && msg == NULL; i++) {
+		if (strcmp(keys[i - 1], keys[i]) == 0)
+			msg = PUBLISH_MSG("a key appears twice in extra_attributes");
+	}
+	free(keys);
+	return msg;
+}
+
 /* The schema version option for thread_ctx_config.  NULL or a message. */
 static const char *choose_schema(const otel_thread_ctx_config_data *config, int *schema)
 {
@@ -262,35 +295,11 @@ static const char *publish_error(int err)
 	}
 }
 
-/* The schema version of what libotel-thread-ctx publishes now, or
- * ENOTPUBLISHED. */
-static int published_schema(int *schema)
-{
-	struct otel_thread_ctx_process_header header;
-	struct otel_thread_ctx_process_snapshot *snap;
-	void *payload;
-	int err = otel_thread_ctx_process_copy(&header, &payload);
-
-	if (err)
-		return err;
-	err = otel_thread_ctx_process_decode(payload, header.payload_size, &snap);
-	free(payload);
-	if (err)
-		return err;
-	*schema = snap->schema_version != NULL &&
-				  strcmp(snap->schema_version,
-					 OTEL_THREAD_CTX_PROCESS_SCHEMA_VERSION_TLS_V1) == 0 ?
-			  OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1 :
-			  OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV;
-	otel_thread_ctx_process_snapshot_free(snap);
-	return OTEL_THREAD_CTX_OK;
-}
-
 /*
- * Publishes, or replaces what is published: an update in place when the
- * schema version stays, else a new publication.  Retried when another
- * thread publishes or unpublishes in between (the reference is not
- * thread-safe; this only keeps such a race from failing for nothing).
+ * Publishes, or replaces what is published, in place (the schema version
+ * and the ProcessContext.attributes too).  Retried when another thread
+ * publishes or unpublishes in between (the reference is not thread-safe;
+ * this only keeps such a race from failing for nothing).
  */
 static int publish_or_replace(const struct otel_thread_ctx_process_attr *attrs, size_t n,
 			      const struct otel_thread_ctx_process_options *options)
@@ -298,18 +307,8 @@ static int publish_or_replace(const struct otel_thread_ctx_process_attr *attrs, 
 	int err = OTEL_THREAD_CTX_EPUBLISHED;
 
 	for (int attempt = 0; attempt < 3; attempt++) {
-		int schema;
-
-		err = published_schema(&schema);
-		if (err == OTEL_THREAD_CTX_OK && schema == options->schema) {
-			err = otel_thread_ctx_process_update(attrs, n);
-			if (err != OTEL_THREAD_CTX_ENOTPUBLISHED)
-				return err;
-			continue;
-		}
-		if (err == OTEL_THREAD_CTX_OK)
-			(void)otel_thread_ctx_process_unpublish();
-		else if (err != OTEL_THREAD_CTX_ENOTPUBLISHED)
+		err = otel_thread_ctx_process_update_with(attrs, n, options);
+		if (err != OTEL_THREAD_CTX_ENOTPUBLISHED)
 			return err;
 		err = otel_thread_ctx_process_publish_with(attrs, n, options);
 		if (err != OTEL_THREAD_CTX_EPUBLISHED)
@@ -351,10 +350,6 @@ COMPAT_EXPORT otel_process_ctx_result otel_process_ctx_publish(const otel_proces
 		return result_fail(PUBLISH_MSG("a key in resource_attributes has no value"));
 	if (!count_pairs(data->extra_attributes, &extra_pairs))
 		return result_fail(PUBLISH_MSG("a key in extra_attributes has no value"));
-	if (extra_pairs != 0)
-		return result_fail(PUBLISH_MSG("extra_attributes are not supported: "
-					       "libotel-thread-ctx publishes only its threadlocal.* "
-					       "entries in ProcessContext.attributes"));
 	msg = choose_schema(data->thread_ctx_config, &options.schema);
 	if (msg != NULL)
 		return result_fail(msg);
@@ -362,14 +357,18 @@ COMPAT_EXPORT otel_process_ctx_result otel_process_ctx_publish(const otel_proces
 		key_map = data->thread_ctx_config->attribute_key_map;
 	msg = check_resource(semconv, data->resource_attributes, pairs);
 	if (msg == NULL)
+		msg = check_extra(data->extra_attributes, extra_pairs);
+	if (msg == NULL)
 		msg = check_key_map(key_map);
 	if (msg != NULL)
 		return result_fail(msg);
 
 	/* The payload limit bounds what can be published far below this. */
-	if (pairs > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
+	if (pairs > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX ||
+	    extra_pairs > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX)
 		return result_fail(publish_error(OTEL_THREAD_CTX_E2BIG));
-	attrs = malloc((SEMCONV_FIELDS + pairs) * sizeof(*attrs));
+	/* The resource attributes, then the ProcessContext.attributes. */
+	attrs = malloc((SEMCONV_FIELDS + pairs + extra_pairs) * sizeof(*attrs));
 	if (attrs == NULL)
 		return result_fail(publish_error(OTEL_THREAD_CTX_ENOMEM));
 	for (size_t i = 0; i < SEMCONV_FIELDS; i++)
@@ -377,6 +376,11 @@ COMPAT_EXPORT otel_process_ctx_result otel_process_ctx_publish(const otel_proces
 	for (size_t i = 0; i < pairs; i++)
 		attrs[SEMCONV_FIELDS + i] = string_attr(data->resource_attributes[2 * i],
 						      data->resource_attributes[2 * i + 1]);
+	for (size_t i = 0; i < extra_pairs; i++)
+		attrs[SEMCONV_FIELDS + pairs + i] = string_attr(data->extra_attributes[2 * i],
+							      data->extra_attributes[2 * i + 1]);
+	options.attributes = attrs + SEMCONV_FIELDS + pairs;
+	options.attribute_count = extra_pairs;
 
 	msg = register_key_map(key_map);
 	if (msg == NULL) {

@@ -5,7 +5,8 @@
  * the project's own API publishes for the same attributes, key map and
  * schema version: the seven fields then resource_attributes as string
  * resource attributes, and threadlocal.schema_version and
- * threadlocal.attribute_key_map in ProcessContext.attributes.  Both are
+ * threadlocal.attribute_key_map in ProcessContext.attributes, then
+ * extra_attributes as string entries of ProcessContext.attributes.  Both are
  * also checked against the text expected by hand.  Skipped (77) without
  * protoc.
  *
@@ -139,6 +140,7 @@ static void compare(const char *schema)
 	static const char *resource[] = { "host.name", "build-7", "custom.key", "a \"quoted\" value",
 					  NULL };
 	static const char *key_map[] = { "http.route", "user.id", NULL };
+	static const char *extra[] = { "process.runtime.name", "example-vm", NULL };
 	static const char *const semconv_values[7] = {
 		"", "4f1c0f7e-3a5b-4c1d-9e2f-000000000001", "checkout", "1.2.3", "c", "0.1.0",
 		"otel-thread-ctx-compat",
@@ -148,10 +150,10 @@ static void compare(const char *schema)
 	const otel_thread_ctx_config_data config = { schema, key_map };
 	const otel_process_ctx_data data = {
 		semconv_values[0], semconv_values[1], semconv_values[2], semconv_values[3],
-		semconv_values[4], semconv_values[5], semconv_values[6], resource, NULL, &config,
+		semconv_values[4], semconv_values[5], semconv_values[6], resource, extra, &config,
 	};
 	struct otel_thread_ctx_process_options options = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
-	struct otel_thread_ctx_process_attr attrs[9];
+	struct otel_thread_ctx_process_attr attrs[9], extra_attr;
 	static struct text want;
 	struct bytes compat, native, compat_text, native_text;
 	otel_process_ctx_result r;
@@ -171,6 +173,12 @@ static void compare(const char *schema)
 	}
 	options.schema = strcmp(schema, "tls_v1") == 0 ? OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1 :
 							  OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV;
+	memset(&extra_attr, 0, sizeof(extra_attr));
+	extra_attr.key = extra[0];
+	extra_attr.type = OTEL_THREAD_CTX_PROCESS_STRING;
+	extra_attr.string = extra[1];
+	options.attributes = &extra_attr;
+	options.attribute_count = 1;
 	CHECK(otel_thread_ctx_key_count() == 2, "the key map's two names are registered");
 	CHECK_OK(otel_thread_ctx_process_publish_with(attrs, 9, &options));
 	native = published_payload();
@@ -189,6 +197,7 @@ static void compare(const char *schema)
 	for (size_t i = 0; key_map[i] != NULL; i++)
 		add(&want, "      values {\n        string_value: \"%s\"\n      }\n", key_map[i]);
 	add(&want, "    }\n  }\n}\n");
+	add_string_attribute(&want, "", extra[0], extra[1]);
 
 	compat_text = protoc_decode(&compat);
 	native_text = protoc_decode(&native);

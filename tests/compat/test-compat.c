@@ -97,8 +97,9 @@ static void check_read(const otel_process_ctx_data *want, const char *const *key
 	CHECK(r.data.resource_attributes != NULL &&
 		      same_list(r.data.resource_attributes, want->resource_attributes),
 	      "read: resource_attributes");
-	CHECK(r.data.extra_attributes != NULL && r.data.extra_attributes[0] == NULL,
-	      "read: extra_attributes is an empty list");
+	CHECK(r.data.extra_attributes != NULL &&
+		      same_list(r.data.extra_attributes, want->extra_attributes),
+	      "read: extra_attributes");
 	CHECK(r.data.thread_ctx_config != NULL, "read: thread_ctx_config");
 	CHECK(strcmp(r.data.thread_ctx_config->schema_version, schema) == 0,
 	      "read: schema_version \"%s\"", r.data.thread_ctx_config->schema_version);
@@ -134,7 +135,18 @@ static void check_project_reader(pid_t pid, const otel_process_ctx_data *want,
 			      strcmp(s->resource[i].string, value) == 0,
 		      "resource %s = \"%s\"", key, s->resource[i].string);
 	}
-	CHECK(s->attribute_count == 0, "no ProcessContext.attributes but threadlocal.*");
+	CHECK(s->attribute_count == list_length(want->extra_attributes) / 2,
+	      "%zu ProcessContext.attributes besides threadlocal.*", s->attribute_count);
+	for (size_t i = 0; i < s->attribute_count; i++) {
+		const char *key = want->extra_attributes[2 * i];
+		const char *value = want->extra_attributes[2 * i + 1];
+
+		CHECK(strcmp(s->attributes[i].key, key) == 0, "attribute %zu is %s, not %s", i,
+		      s->attributes[i].key, key);
+		CHECK(s->attributes[i].type == OTEL_THREAD_CTX_PROCESS_STRING &&
+			      strcmp(s->attributes[i].string, value) == 0,
+		      "attribute %s = \"%s\"", key, s->attributes[i].string);
+	}
 	CHECK(s->schema_version != NULL && strcmp(s->schema_version, schema) == 0,
 	      "schema_version");
 	CHECK(s->key_map_present && s->key_count == list_length(key_map), "%zu keys", s->key_count);
@@ -169,6 +181,8 @@ static void readme_usage(void)
 	static const char *resource1[] = { "resource.key1", "resource.value1", "resource.key2",
 					   "resource.value2", NULL };
 	static const char *resource2[] = { "resource.key1", "changed", NULL };
+	static const char *extra1[] = { "extra.key1", "extra.value1", NULL };
+	static const char *extra2[] = { "extra.key1", "extra.changed", "extra.key2", "v", NULL };
 	static const char *key_map[] = { "http.route", "http.method", "user.id", NULL };
 	const otel_thread_ctx_config_data config = { "tlsdesc_v1_dev", key_map };
 	otel_process_ctx_data data = {
@@ -180,7 +194,7 @@ static void readme_usage(void)
 		.telemetry_sdk_version = "1.2.3",
 		.telemetry_sdk_name = "example_ctx.c",
 		.resource_attributes = resource1,
-		.extra_attributes = NULL,
+		.extra_attributes = extra1,
 		.thread_ctx_config = &config,
 	};
 	struct otel_thread_ctx_process_info first, second;
@@ -200,6 +214,7 @@ static void readme_usage(void)
 	/* Update: publish again replaces the context, in place. */
 	data.service_version = "4.5.7";
 	data.resource_attributes = resource2;
+	data.extra_attributes = extra2;
 	r = otel_process_ctx_publish(&data);
 	CHECK(r.success, "publish again: %s", r.error_message);
 	second = query();
@@ -296,6 +311,7 @@ static void errors(void)
 	static const char *empty_list[] = { NULL };
 	static const char *twice_semconv[] = { "service.name", "again", NULL };
 	static const char *twice[] = { "a", "1", "a", "2", NULL };
+	static const char *threadlocal[] = { "threadlocal.schema_version", "tls_v1", NULL };
 	static const char *empty_key[] = { "", "value", NULL };
 	static const char *bad_utf8[] = { "key", "\xc3\x28", NULL };
 	static const char *empty_value[] = { "key", "", NULL };
@@ -333,8 +349,23 @@ static void errors(void)
 	d.extra_attributes = odd;
 	check_refused(&d, "extra_attributes");
 	d = base_data();
+	d.extra_attributes = twice;
+	check_refused(&d, "twice in extra_attributes");
+	d.extra_attributes = empty_key;
+	check_refused(&d, "extra_attributes is empty");
+	d.extra_attributes = bad_utf8;
+	check_refused(&d, "UTF-8");
+	d.extra_attributes = threadlocal;
+	check_refused(&d, "threadlocal.");
+	/* Not a resource attribute: the same key as one is allowed. */
+	d.extra_attributes = twice_semconv;
+	r = otel_process_ctx_publish(&d);
+	CHECK(r.success, "an extra attribute named like a resource one: %s", r.error_message);
+	check_read(&d, empty_list, "tlsdesc_v1_dev");
+	d = base_data();
 	d.extra_attributes = pair;
-	check_refused(&d, "extra_attributes are not supported");
+	r = otel_process_ctx_publish(&d);
+	CHECK(r.success, "publish: %s", r.error_message);
 	d = base_data();
 	d.resource_attributes = twice_semconv;
 	check_refused(&d, "twice");

@@ -7,6 +7,7 @@
  * test-process-ctx-remote.c.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -584,6 +585,152 @@ START_TEST(schema_version_is_chosen_at_publish)
 }
 END_TEST
 
+/* The snapshot's ProcessContext.attributes entry `key` (the threadlocal.*
+ * ones are not there), or NULL. */
+static const struct otel_thread_ctx_process_attr *
+context_attr(const struct otel_thread_ctx_process_snapshot *s, const char *key)
+{
+	for (size_t i = 0; i < s->attribute_count; i++) {
+		if (strcmp(s->attributes[i].key, key) == 0)
+			return &s->attributes[i];
+	}
+	return NULL;
+}
+
+/* The caller's ProcessContext.attributes: published after the threadlocal.*
+ * entries, kept by updates and key registrations, replaced only by
+ * update_with; bad ones refused with nothing changed. */
+START_TEST(process_attributes_are_published_and_kept)
+{
+	static char huge[OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX / 2 + 1];
+	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
+	struct otel_thread_ctx_process_attr extra[3], bad[2], res[1];
+	struct otel_thread_ctx_process_snapshot *s;
+	size_t n;
+	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
+
+	memset(huge, 'x', sizeof(huge) - 1);
+	extra[0] = str_attr("deployment.region", "eu-west-3");
+	extra[1] = int_attr("runtime.workers", 12);
+	/* The same key as a resource attribute: another namespace. */
+	extra[2] = str_attr("service.name", "not the resource's");
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+	o.attributes = extra;
+	o.attribute_count = 3;
+	ck_assert_ok(otel_thread_ctx_process_publish_with(a, n, &o));
+	s = read_self();
+	ck_assert_uint_eq(s->attribute_count, 3);
+	ck_assert_str_eq(context_attr(s, "deployment.region")->string, "eu-west-3");
+	ck_assert_int_eq(context_attr(s, "runtime.workers")->int_value, 12);
+	ck_assert_str_eq(context_attr(s, "service.name")->string, "not the resource's");
+	ck_assert_str_eq(resource_attr(s, "service.name")->string, "checkout");
+	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
+	ck_assert(key_map_is_registry(s));
+	otel_thread_ctx_process_snapshot_free(s);
+	{
+		/* After the threadlocal.* entries, in the caller's order: the
+		 * payload ends with the last one. */
+		struct pb kv = kv_string("service.name", "not the resource's");
+		struct pb last = { .n = 0 };
+
+		pb_msg(&last, 2, &kv);
+		snapshot_own(&before);
+		ck_assert_uint_ge(before.info.payload_size, last.n);
+		ck_assert_mem_eq(before.payload + before.info.payload_size - last.n, last.b, last.n);
+	}
+
+	/* A new key, an update of the resource: the attributes stay. */
+	key("tag.attributes.kept");
+	res[0] = str_attr("service.name", "renamed");
+	ck_assert_ok(otel_thread_ctx_process_update(res, 1));
+	ck_assert_ok(otel_thread_ctx_process_update_with(res, 1, NULL));
+	s = read_self();
+	ck_assert_uint_eq(s->attribute_count, 3);
+	ck_assert_str_eq(resource_attr(s, "service.name")->string, "renamed");
+	ck_assert(key_map_is_registry(s));
+	otel_thread_ctx_process_snapshot_free(s);
+
+	/* Refused, each with nothing changed: the reserved namespace, a
+	 * duplicate, a NULL array, a bad value, a payload over the limit
+	 * only with the resource, options too small. */
+	snapshot_own(&before);
+	{
+		struct {
+			struct otel_thread_ctx_process_attr attrs[2];
+			size_t count;
+			int null_array;
+			int expect;
+		} cases[7];
+		size_t nc = 0;
+
+		memset(cases, 0, sizeof(cases));
+		cases[nc].attrs[0] = str_attr("threadlocal.schema_version", "tls_v1");
+		cases[nc].count = 1, cases[nc++].expect = OTEL_THREAD_CTX_EATTR;
+		cases[nc].attrs[0] = str_attr("threadlocal.anything", "v");
+		cases[nc].count = 1, cases[nc++].expect = OTEL_THREAD_CTX_EATTR;
+		cases[nc].attrs[0] = str_attr("k", "1"), cases[nc].attrs[1] = int_attr("k", 2);
+		cases[nc].count = 2, cases[nc++].expect = OTEL_THREAD_CTX_EATTR;
+		cases[nc].count = 1, cases[nc].null_array = 1;
+		cases[nc++].expect = OTEL_THREAD_CTX_ENULL;
+		cases[nc].attrs[0] = str_attr("k", "\xff"), cases[nc].count = 1;
+		cases[nc++].expect = OTEL_THREAD_CTX_EUTF8;
+		cases[nc].attrs[0] = str_attr("k", NULL), cases[nc].count = 1;
+		cases[nc++].expect = OTEL_THREAD_CTX_ENULL;
+		cases[nc].attrs[0] = str_attr("half", huge), cases[nc].count = 1;
+		cases[nc++].expect = OTEL_THREAD_CTX_E2BIG;
+		for (size_t i = 0; i < nc; i++) {
+			struct otel_thread_ctx_process_options bo = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
+			struct otel_thread_ctx_process_attr big = str_attr("other.half", huge);
+
+			bo.attributes = cases[i].null_array ? NULL : cases[i].attrs;
+			bo.attribute_count = cases[i].count;
+			ck_assert_msg(otel_thread_ctx_process_update_with(&big, 1, &bo) == cases[i].expect,
+				      "case %zu", i);
+			if (cases[i].expect != OTEL_THREAD_CTX_E2BIG)
+				ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, &bo),
+					       cases[i].expect);
+			snapshot_own(&after);
+			ck_assert_msg(same_publication(&before, &after), "case %zu changed it", i);
+		}
+	}
+	bad[0] = str_attr("k", "v");
+	o.attributes = bad;
+	o.attribute_count = 1;
+	o.size = offsetof(struct otel_thread_ctx_process_options, attributes);
+	ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, &o), OTEL_THREAD_CTX_EOPTIONS);
+	snapshot_own(&after);
+	ck_assert(same_publication(&before, &after));
+
+	/* update_with replaces them, the schema too, in the same mapping. */
+	o.size = sizeof(o);
+	o.schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1;
+	ck_assert_ok(otel_thread_ctx_process_update_with(res, 1, &o));
+	snapshot_own(&after);
+	ck_assert_ptr_eq(after.info.mapping, before.info.mapping);
+	ck_assert_uint_gt(after.header.monotonic_published_at_ns,
+			  before.header.monotonic_published_at_ns);
+	s = read_self();
+	ck_assert_uint_eq(s->attribute_count, 1);
+	ck_assert_str_eq(context_attr(s, "k")->string, "v");
+	ck_assert_str_eq(s->schema_version, "tls_v1");
+	otel_thread_ctx_process_snapshot_free(s);
+	/* Options without attributes: none. */
+	o.attributes = NULL;
+	o.attribute_count = 0;
+	ck_assert_ok(otel_thread_ctx_process_update_with(res, 1, &o));
+	s = read_self();
+	ck_assert_uint_eq(s->attribute_count, 0);
+	otel_thread_ctx_process_snapshot_free(s);
+
+	/* Unpublished: update_with has nothing to replace. */
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+	ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, &o),
+		       OTEL_THREAD_CTX_ENOTPUBLISHED);
+	ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, NULL),
+		       OTEL_THREAD_CTX_ENOTPUBLISHED);
+}
+END_TEST
+
 START_TEST(read_refuses_bad_arguments_and_absent_processes)
 {
 	struct otel_thread_ctx_process_snapshot *s = NULL;
@@ -958,6 +1105,8 @@ Suite *test_suite(void)
 		{ "fork_drops_the_context_in_the_child", fork_drops_the_context_in_the_child },
 		{ "fork_republishes_when_asked", fork_republishes_when_asked },
 		{ "schema_version_is_chosen_at_publish", schema_version_is_chosen_at_publish },
+		{ "process_attributes_are_published_and_kept",
+		  process_attributes_are_published_and_kept },
 		{ "read_refuses_bad_arguments_and_absent_processes",
 		  read_refuses_bad_arguments_and_absent_processes },
 		{ "decoder_follows_protobuf", decoder_follows_protobuf },

@@ -116,6 +116,8 @@ class ProcessOptions(ctypes.Structure):
         ("size", ctypes.c_size_t),
         ("schema", ctypes.c_int),
         ("on_fork", ctypes.c_int),
+        ("attributes", ctypes.c_void_p),
+        ("attribute_count", ctypes.c_size_t),
     ]
 
 
@@ -324,6 +326,8 @@ _prototypes: Prototypes = {
     "otel_thread_ctx_process_publish_with": (
         _int, [_pattr_p, _size, ctypes.POINTER(ProcessOptions)]),
     "otel_thread_ctx_process_update": (_int, [_pattr_p, _size]),
+    "otel_thread_ctx_process_update_with": (
+        _int, [_pattr_p, _size, ctypes.POINTER(ProcessOptions)]),
     "otel_thread_ctx_process_unpublish": (_int, []),
     "otel_thread_ctx_process_query": (_int, [ctypes.POINTER(ProcessInfo)]),
 }

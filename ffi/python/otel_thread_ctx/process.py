@@ -24,7 +24,7 @@ from . import _lib
 from . import ThreadCtxError
 
 __all__ = ["OnFork", "Published", "ResourceValue", "Resource", "Schema",
-           "publish", "query", "unpublish", "update"]
+           "publish", "query", "unpublish", "update", "update_with"]
 
 _c = _lib.lib
 
@@ -106,29 +106,56 @@ def _attr_array(resource: Resource) -> Tuple["ctypes.Array[_lib.ProcessAttr]", i
     return array, len(items), keep
 
 
+def _options(schema: Schema, on_fork: OnFork,
+             attributes: Resource) -> Tuple[Any, List[Any]]:
+    """(struct otel_thread_ctx_process_options, keep-alive list)."""
+    array, n, keep = _attr_array(attributes)
+    options = _lib.ProcessOptions(ctypes.sizeof(_lib.ProcessOptions), int(schema), int(on_fork),
+                                  ctypes.cast(array, ctypes.c_void_p), n)
+    keep.append(array)
+    return options, keep
+
+
 def publish(resource: Resource = (), *, schema: Schema = Schema.TLSDESC_V1_DEV,
-            on_fork: OnFork = OnFork.DROP) -> None:
+            on_fork: OnFork = OnFork.DROP, attributes: Resource = ()) -> None:
     """Publishes the process context with these resource attributes, the
-    schema version and the key map.  ThreadCtxError EPUBLISHED when it is
-    published already (use update()), EATTR for an empty or duplicate key,
-    E2BIG, EMAP, ENOMEM; EOPTIONS for an unknown schema or on_fork."""
+    schema version and the key map, then `attributes`, entries of
+    ProcessContext.attributes of the caller's own (keys may not start with
+    "threadlocal.").  ThreadCtxError EPUBLISHED when it is published already
+    (use update()), EATTR for an empty or duplicate key, E2BIG, EMAP,
+    ENOMEM; EOPTIONS for an unknown schema or on_fork."""
     array, n, keep = _attr_array(resource)
-    options = _lib.ProcessOptions(ctypes.sizeof(_lib.ProcessOptions), int(schema), int(on_fork))
+    options, keep_options = _options(schema, on_fork, attributes)
     rc = _c.otel_thread_ctx_process_publish_with(array, n, ctypes.byref(options))
-    del keep
+    del keep, keep_options
     if rc != 0:
         raise ThreadCtxError(rc, "process.publish")
 
 
 def update(resource: Resource = ()) -> None:
     """Replaces the resource attributes of the published context (the same
-    mapping, a new payload and timestamp); the options of publish() hold.
-    ThreadCtxError ENOTPUBLISHED when nothing is published."""
+    mapping, a new payload and timestamp); the options and attributes of
+    publish() hold.  ThreadCtxError ENOTPUBLISHED when nothing is
+    published."""
     array, n, keep = _attr_array(resource)
     rc = _c.otel_thread_ctx_process_update(array, n)
     del keep
     if rc != 0:
         raise ThreadCtxError(rc, "process.update")
+
+
+def update_with(resource: Resource = (), *, schema: Schema = Schema.TLSDESC_V1_DEV,
+                on_fork: OnFork = OnFork.DROP, attributes: Resource = ()) -> None:
+    """Replaces the resource attributes and what publish() took besides
+    (schema, on_fork, attributes; unnamed ones take publish()'s defaults)
+    in one update of the same mapping.  Errors as update() and publish();
+    nothing changes on error."""
+    array, n, keep = _attr_array(resource)
+    options, keep_options = _options(schema, on_fork, attributes)
+    rc = _c.otel_thread_ctx_process_update_with(array, n, ctypes.byref(options))
+    del keep, keep_options
+    if rc != 0:
+        raise ThreadCtxError(rc, "process.update_with")
 
 
 def unpublish() -> None:

@@ -771,6 +771,31 @@ class Process(unittest.TestCase):
         self.assertEqual(cm.exception.code, Error.EOPTIONS)
         self.assertFalse(otc.process.query().published)
 
+    def test_attributes(self):
+        otc.process.publish({"service.name": "a"},
+                            attributes={"deployment.region": "eu", "runtime.workers": 4})
+        snap = read_own_process()
+        self.assertEqual(snap.attribute_items,
+                         (("deployment.region", "eu"), ("runtime.workers", 4)))
+        before = otc.process.query()
+        otc.process.update({"service.name": "b"})  # the attributes hold
+        self.assertEqual(len(read_own_process().attribute_items), 2)
+        otc.process.update_with({"service.name": "c"}, schema=otc.process.Schema.TLS_V1,
+                                attributes=[("k", True)])
+        after = otc.process.query()
+        self.assertEqual(after.mapping, before.mapping)
+        snap = read_own_process()
+        self.assertEqual(snap.attribute_items, (("k", True),))
+        self.assertEqual(snap.schema_version, "tls_v1")
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.update_with({}, attributes={"threadlocal.x": "v"})
+        self.assertEqual(cm.exception.code, Error.EATTR)
+        self.assertEqual(otc.process.query().published_at_ns, after.published_at_ns)
+        otc.process.unpublish()
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.update_with({})
+        self.assertEqual(cm.exception.code, Error.ENOTPUBLISHED)
+
     def fork_published(self):
         """Whether a child made by fork() publishes a process context."""
         r, w = os.pipe()

@@ -69,18 +69,15 @@ impl Default for Options {
     }
 }
 
-/// Calls `f` with the attributes as C structs.  A key with a NUL byte
-/// cannot be a C string: EATTR, as the library answers for a key it
-/// refuses, without calling it.
-fn with_c_attrs(
-    resource: &[(&str, Value<'_>)],
-    f: impl FnOnce(*const sys::otel_thread_ctx_process_attr, usize) -> i32,
-) -> Result<()> {
-    let keys = resource
+/// The attributes as C structs, with the key strings they point into.  A
+/// key with a NUL byte cannot be a C string: EATTR, as the library answers
+/// for a key it refuses, without calling it.
+fn c_attrs(attrs: &[(&str, Value<'_>)]) -> Result<(Vec<CString>, Vec<sys::otel_thread_ctx_process_attr>)> {
+    let keys = attrs
         .iter()
         .map(|(k, _)| CString::new(*k).map_err(|_| Error::EATTR))
         .collect::<Result<Vec<_>>>()?;
-    let attrs: Vec<sys::otel_thread_ctx_process_attr> = resource
+    let c: Vec<sys::otel_thread_ctx_process_attr> = attrs
         .iter()
         .zip(&keys)
         .map(|((_, value), key)| {
@@ -117,7 +114,33 @@ fn with_c_attrs(
             a
         })
         .collect();
-    check(f(attrs.as_ptr(), attrs.len()))
+    Ok((keys, c))
+}
+
+/// Calls `f` with the resource attributes and the options as C structs
+/// (the options' attributes in them); all stay alive for the call.
+fn with_c(
+    resource: &[(&str, Value<'_>)],
+    attributes: &[(&str, Value<'_>)],
+    options: Options,
+    f: impl FnOnce(*const sys::otel_thread_ctx_process_attr, usize, &sys::otel_thread_ctx_process_options) -> i32,
+) -> Result<()> {
+    let (_keys, c_resource) = c_attrs(resource)?;
+    let (_attr_keys, c_attributes) = c_attrs(attributes)?;
+    let c_options = sys::otel_thread_ctx_process_options {
+        schema: match options.schema {
+            Schema::TlsdescV1Dev => sys::OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV,
+            Schema::TlsV1 => sys::OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1,
+        },
+        on_fork: match options.on_fork {
+            OnFork::Drop => sys::OTEL_THREAD_CTX_PROCESS_FORK_DROP,
+            OnFork::Republish => sys::OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH,
+        },
+        attributes: c_attributes.as_ptr(),
+        attribute_count: c_attributes.len(),
+        ..Default::default()
+    };
+    check(f(c_resource.as_ptr(), c_resource.len(), &c_options))
 }
 
 /// `otel_thread_ctx_process_publish()`: publishes the process context with
@@ -131,25 +154,39 @@ pub fn publish(resource: &[(&str, Value<'_>)]) -> Result<()> {
 /// [`publish`] with options: the schema version, what a forked child
 /// publishes.
 pub fn publish_with(resource: &[(&str, Value<'_>)], options: Options) -> Result<()> {
-    let c_options = sys::otel_thread_ctx_process_options {
-        schema: match options.schema {
-            Schema::TlsdescV1Dev => sys::OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV,
-            Schema::TlsV1 => sys::OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1,
-        },
-        on_fork: match options.on_fork {
-            OnFork::Drop => sys::OTEL_THREAD_CTX_PROCESS_FORK_DROP,
-            OnFork::Republish => sys::OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH,
-        },
-        ..Default::default()
-    };
-    with_c_attrs(resource, |p, n| unsafe { sys::otel_thread_ctx_process_publish_with(p, n, &c_options) })
+    publish_with_attributes(resource, &[], options)
+}
+
+/// [`publish_with`], and entries of `ProcessContext.attributes` of the
+/// caller's own, published after the library's `threadlocal.*` ones (their
+/// keys may not start with `threadlocal.`: EATTR).  They hold like the
+/// options.
+pub fn publish_with_attributes(
+    resource: &[(&str, Value<'_>)],
+    attributes: &[(&str, Value<'_>)],
+    options: Options,
+) -> Result<()> {
+    with_c(resource, attributes, options, |p, n, o| unsafe { sys::otel_thread_ctx_process_publish_with(p, n, o) })
 }
 
 /// `otel_thread_ctx_process_update()`: replaces the resource attributes of
-/// the published context (the same mapping, a new payload and timestamp).
+/// the published context (the same mapping, a new payload and timestamp);
+/// the options and attributes of the publication hold.
 /// Errors: those of [`publish`], ENOTPUBLISHED.
 pub fn update(resource: &[(&str, Value<'_>)]) -> Result<()> {
-    with_c_attrs(resource, |p, n| unsafe { sys::otel_thread_ctx_process_update(p, n) })
+    let (_keys, c) = c_attrs(resource)?;
+    check(unsafe { sys::otel_thread_ctx_process_update(c.as_ptr(), c.len()) })
+}
+
+/// `otel_thread_ctx_process_update_with()`: replaces the resource
+/// attributes, the options and the attributes in one update of the same
+/// mapping.  Errors: those of [`update`]; nothing changes on error.
+pub fn update_with(
+    resource: &[(&str, Value<'_>)],
+    attributes: &[(&str, Value<'_>)],
+    options: Options,
+) -> Result<()> {
+    with_c(resource, attributes, options, |p, n, o| unsafe { sys::otel_thread_ctx_process_update_with(p, n, o) })
 }
 
 /// `otel_thread_ctx_process_unpublish()`: withdraws the context (nothing

@@ -279,6 +279,8 @@ pub struct otel_thread_ctx_process_options {
     pub size: usize,
     pub schema: c_int,
     pub on_fork: c_int,
+    pub attributes: *const otel_thread_ctx_process_attr,
+    pub attribute_count: usize,
 }
 
 impl Default for otel_thread_ctx_process_options {
@@ -288,6 +290,8 @@ impl Default for otel_thread_ctx_process_options {
             size: std::mem::size_of::<otel_thread_ctx_process_options>(),
             schema: OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV,
             on_fork: OTEL_THREAD_CTX_PROCESS_FORK_DROP,
+            attributes: std::ptr::null(),
+            attribute_count: 0,
         }
     }
 }
@@ -330,6 +334,11 @@ extern "C" {
         options: *const otel_thread_ctx_process_options,
     ) -> c_int;
     pub fn otel_thread_ctx_process_update(resource: *const otel_thread_ctx_process_attr, count: usize) -> c_int;
+    pub fn otel_thread_ctx_process_update_with(
+        resource: *const otel_thread_ctx_process_attr,
+        count: usize,
+        options: *const otel_thread_ctx_process_options,
+    ) -> c_int;
     pub fn otel_thread_ctx_process_unpublish() -> c_int;
     pub fn otel_thread_ctx_process_query(info: *mut otel_thread_ctx_process_info) -> c_int;
     pub fn otel_thread_ctx_process_copy(

@@ -74,6 +74,8 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("process_options.size_field", offset!(sys::otel_thread_ctx_process_options, size));
     put("process_options.schema", offset!(sys::otel_thread_ctx_process_options, schema));
     put("process_options.on_fork", offset!(sys::otel_thread_ctx_process_options, on_fork));
+    put("process_options.attributes", offset!(sys::otel_thread_ctx_process_options, attributes));
+    put("process_options.attribute_count", offset!(sys::otel_thread_ctx_process_options, attribute_count));
     put("process_info.size", size_of::<sys::otel_thread_ctx_process_info>());
     put("process_info.align", align_of::<sys::otel_thread_ctx_process_info>());
     put("process_info.published", offset!(sys::otel_thread_ctx_process_info, published));

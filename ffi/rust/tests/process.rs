@@ -82,6 +82,53 @@ fn options_hold_until_unpublished() {
 }
 
 #[test]
+fn attributes_are_published_kept_and_replaced() {
+    let _turn = turn();
+    process::publish_with_attributes(
+        &[("service.name", Value::Str("checkout"))],
+        &[("deployment.region", Value::Str("eu")), ("runtime.workers", Value::Int(4))],
+        Options::default(),
+    )
+    .unwrap();
+    let before = process::query().unwrap();
+    #[cfg(feature = "inspect")]
+    {
+        use otel_thread_ctx::inspect::AnyValue;
+        let s = otel_thread_ctx::inspect::read_process(0).unwrap();
+        assert_eq!(
+            s.attributes,
+            vec![
+                ("deployment.region".to_string(), AnyValue::Str("eu".to_string())),
+                ("runtime.workers".to_string(), AnyValue::Int(4)),
+            ]
+        );
+    }
+    // update keeps them; update_with replaces them, and the schema.
+    process::update(&[("service.name", Value::Str("renamed"))]).unwrap();
+    #[cfg(feature = "inspect")]
+    assert_eq!(otel_thread_ctx::inspect::read_process(0).unwrap().attributes.len(), 2);
+    process::update_with(&[], &[("k", Value::Bool(true))], Options { schema: Schema::TlsV1, on_fork: OnFork::Drop })
+        .unwrap();
+    let after = process::query().unwrap();
+    assert_eq!(after.mapping, before.mapping, "the same mapping");
+    assert!(after.published_at_ns > before.published_at_ns);
+    #[cfg(feature = "inspect")]
+    {
+        let s = otel_thread_ctx::inspect::read_process(0).unwrap();
+        assert_eq!(s.attributes.len(), 1);
+        assert_eq!(s.schema_version.as_deref(), Some("tls_v1"));
+    }
+    // The library's namespace is refused, and nothing changes.
+    assert_eq!(
+        process::update_with(&[], &[("threadlocal.schema_version", Value::Str("x"))], Options::default()).unwrap_err(),
+        Error::EATTR
+    );
+    assert_eq!(process::query().unwrap().published_at_ns, after.published_at_ns);
+    process::unpublish().unwrap();
+    assert_eq!(process::update_with(&[], &[], Options::default()).unwrap_err(), Error::ENOTPUBLISHED);
+}
+
+#[test]
 fn errors_are_the_librarys() {
     let _turn = turn();
     process::publish(&[("a", Value::Str("1"))]).unwrap();
