@@ -21,6 +21,18 @@
 static const uint8_t trace_a[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint8_t span_a[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
 
+/* Freeing a block that a thread's slot points into fails at once, in every
+ * test (the counting allocator's free-time check). */
+static void *const *own_slot(void)
+{
+	return (void *const *)&otel_thread_ctx_v1;
+}
+
+__attribute__((constructor)) static void check_frees(void)
+{
+	counting_malloc_check_slots(own_slot);
+}
+
 /* Bytes allocated and not freed, by anyone in the process: the counting
  * allocator's count, or the sanitizer's.  Under valgrind, which replaces
  * malloc itself, this stays 0 and valgrind's own leak check decides. */

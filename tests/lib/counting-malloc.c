@@ -9,7 +9,9 @@
  * Built with -fno-builtin, so that the compiler does not turn code in here
  * into calls to the functions being defined.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,6 +62,18 @@ long counting_malloc_total(void)
 	return -1;
 }
 
+int counting_malloc_check_slots(void *const *(*slot_of)(void))
+{
+	(void)slot_of;
+	return 0;
+}
+
+int counting_malloc_forbid(int on)
+{
+	(void)on;
+	return 0;
+}
+
 #else
 
 
@@ -89,6 +103,135 @@ static void die(const char *msg)
 
 	(void)rc;
 	abort();
+}
+
+/* --- The free-time check and forbidden allocation ------------------------- */
+
+#define SLOTS_MAX 4096
+
+/* The slots of the live threads (counting_malloc_check_slots()): entries
+ * are claimed and released with atomics. */
+static void *const *slots[SLOTS_MAX];
+static int slots_used; /* entries ever claimed: the scan's bound */
+static void *const *(*slot_of_thread)(void);
+/* This thread's slot, watched until the thread is gone (its pthread-key
+ * destructors run after it left the table). */
+static __thread void *const *own_slot;
+static __thread int forbidden;
+
+static int claim_entry(void *const *slot)
+{
+	for (int i = 0; i < SLOTS_MAX; i++) {
+		void *const *none = NULL;
+
+		if (__atomic_compare_exchange_n(&slots[i], &none, slot, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			int used = __atomic_load_n(&slots_used, __ATOMIC_RELAXED);
+
+			while (used <= i && !__atomic_compare_exchange_n(&slots_used, &used, i + 1,
+									 true, __ATOMIC_RELEASE,
+									 __ATOMIC_RELAXED))
+				;
+			return i;
+		}
+	}
+	die("counting-malloc: more than 4096 threads to watch\n");
+	return -1;
+}
+
+static void watch_this_thread(void)
+{
+	void *const *(*of)(void) = __atomic_load_n(&slot_of_thread, __ATOMIC_ACQUIRE);
+
+	if (of != NULL && own_slot == NULL)
+		own_slot = of();
+}
+
+static bool points_into(void *const *slot, const char *p, size_t size)
+{
+	const char *v = __atomic_load_n((const char *const *)slot, __ATOMIC_RELAXED);
+
+	return v != NULL && v >= p && v < p + (size != 0 ? size : 1);
+}
+
+/* Called before the block at p (size bytes) is freed. */
+static void check_slots(const char *p, size_t size)
+{
+	if (__atomic_load_n(&slot_of_thread, __ATOMIC_RELAXED) == NULL)
+		return;
+	if (own_slot != NULL && points_into(own_slot, p, size))
+		die("counting-malloc: free of a block this thread's slot points into\n");
+	for (int i = 0, n = __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE); i < n; i++) {
+		void *const *slot = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
+
+		if (slot != NULL && points_into(slot, p, size))
+			die("counting-malloc: free of a block another thread's slot points into\n");
+	}
+}
+
+int counting_malloc_check_slots(void *const *(*slot_of)(void))
+{
+	__atomic_store_n(&slot_of_thread, slot_of, __ATOMIC_RELEASE);
+	watch_this_thread();
+	/* The calling thread (main, usually) for the rest of the process. */
+	claim_entry(own_slot);
+	return 1;
+}
+
+int counting_malloc_forbid(int on)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	forbidden = on;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 1;
+}
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void leave_table(void *entry)
+{
+	__atomic_store_n(&slots[(intptr_t)entry], NULL, __ATOMIC_RELEASE);
+}
+
+static void *watched_start(void *arg)
+{
+	struct start st = *(struct start *)arg;
+	intptr_t entry;
+	void *ret;
+
+	free(arg);
+	watch_this_thread();
+	entry = claim_entry(own_slot);
+	pthread_cleanup_push(leave_table, (void *)entry);
+	ret = st.fn(st.arg);
+	pthread_cleanup_pop(1);
+	return ret;
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	struct start *st;
+	int rc;
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+	if (real == NULL)
+		die("counting-malloc: no pthread_create to call\n");
+	if (__atomic_load_n(&slot_of_thread, __ATOMIC_ACQUIRE) == NULL)
+		return real(thread, attr, fn, arg);
+	st = malloc(sizeof(*st));
+	if (st == NULL)
+		return EAGAIN;
+	st->fn = fn;
+	st->arg = arg;
+	rc = real(thread, attr, watched_start, st);
+	if (rc != 0)
+		free(st);
+	return rc;
 }
 
 static char *get_arena(void)
@@ -126,6 +269,8 @@ static void *allocate(size_t size, size_t align, const void *caller)
 	size_t need, start, p;
 	struct header *h;
 
+	if (forbidden)
+		die("counting-malloc: allocation where it is forbidden (a signal handler)\n");
 	if (size > ARENA_SIZE || align > ARENA_SIZE / 2) {
 		errno = ENOMEM;
 		return NULL;
@@ -159,11 +304,14 @@ static void release(void *p)
 	 * allocation from before it was reachable): nothing to do. */
 	if (p == NULL || !in_arena(p))
 		return;
+	if (forbidden)
+		die("counting-malloc: free where it is forbidden (a signal handler)\n");
 	h = (struct header *)((char *)p - HEADER);
 	if (h->magic == MAGIC_FREED)
 		die("counting-malloc: double free\n");
 	if (h->magic != MAGIC_LIVE)
 		die("counting-malloc: free of a pointer it did not allocate\n");
+	check_slots(p, h->size);
 	h->magic = MAGIC_FREED;
 	__atomic_fetch_sub(&heap_bytes, h->size, __ATOMIC_RELAXED);
 	if (h->watched)

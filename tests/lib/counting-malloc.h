@@ -45,4 +45,27 @@ long counting_malloc_total(void);
 /* Bytes allocated and not freed in the whole process, by any caller. */
 size_t counting_malloc_heap_bytes(void);
 
+/*
+ * The free-time check: from now on, freeing (or reallocating) a block that
+ * the thread-context slot of a live thread points into aborts the program
+ * at that moment, with a message: a reader of that slot would read freed
+ * memory.  `slot_of` returns the calling thread's slot (&otel_thread_ctx_v1,
+ * or its address from dlsym()); it is called for this thread now and, from
+ * then on, for every thread pthread_create() starts (counting-malloc.c
+ * interposes it), whose slot is watched until its start routine returns or
+ * it calls pthread_exit(), and by the thread itself until it is gone.
+ * Returns 1 when the check is on, 0 where this allocator is not in use
+ * (see counting_malloc_mode()).
+ */
+int counting_malloc_check_slots(void *const *(*slot_of)(void));
+
+/*
+ * Allocation forbidden on the calling thread while `on` (nesting is not
+ * counted): any allocation or free it makes aborts the program with a
+ * message.  For signal handlers that call the functions documented not to
+ * allocate.  Returns 1 when the check is on, 0 where this allocator is not
+ * in use.
+ */
+int counting_malloc_forbid(int on);
+
 #endif /* OTEL_TESTS_COUNTING_MALLOC_H */

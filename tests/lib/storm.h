@@ -3,8 +3,7 @@
  * The signal-storm workload, shared by the Check suite (test-signal-storm.c)
  * and by the programs that run without Check (musl, the loading paths): the
  * self-describing record of a sequence number, its writer through the API,
- * the reader's check, and the writer thread that publishes records by every
- * path the API has.
+ * the reader's check.  The storm itself is in storm-run.h.
  *
  * Record n is built byte by byte here, independently of the library, so a
  * reader that copies whatever otel_thread_ctx_v1 points to can tell a
@@ -28,7 +27,6 @@
 #ifndef STORM_CALL
 #define STORM_CALL(name) name
 #endif
-
 #define STORM_KEY_SEQ 1
 #define STORM_KEY_PAD 2
 #define STORM_KEY_EXTRA 9
@@ -38,6 +36,21 @@ static inline uint64_t storm_span_of(uint64_t n)
 	return (n * 0x9e3779b97f4a7c15u) | 1;
 }
 
+/* n in decimal, in seq (no NUL); returns the length.  Async-signal-safe,
+ * unlike snprintf(). */
+static inline int storm_decimal(uint64_t n, char seq[24])
+{
+	char rev[24];
+	int len = 0;
+
+	do
+		rev[len++] = (char)('0' + n % 10);
+	while ((n /= 10) != 0);
+	for (int i = 0; i < len; i++)
+		seq[i] = rev[len - 1 - i];
+	return len;
+}
+
 /* The record for sequence number n: trace id n and ~n, a span id derived
  * from n, flags n & 1, then attributes "n" (decimal), a pad of n % 97
  * letters, and "third" when 3 divides n. */
@@ -45,7 +58,7 @@ static inline void storm_expected(uint64_t n, struct otel_thread_ctx_record *r)
 {
 	uint64_t inv = ~n, span = storm_span_of(n);
 	char seq[24];
-	int len = snprintf(seq, sizeof(seq), "%llu", (unsigned long long)n);
+	int len = storm_decimal(n, seq);
 	size_t at = 0, pad = n % 97;
 
 	memset(r, 0, sizeof(*r));
@@ -131,139 +144,6 @@ static inline enum storm_read storm_classify(const struct otel_thread_ctx_record
 	    memcmp(copy.attrs_data, want.attrs_data, want.attrs_data_size) != 0)
 		return STORM_READ_TORN;
 	return STORM_READ_OK;
-}
-
-/* Reads counted by the signal handler (on the writer thread), polled by
- * the thread that sends the signals. */
-struct storm_counts {
-	unsigned long null, invalid, ok, torn;
-	uint64_t last_torn_seq;
-};
-
-static inline void storm_count(unsigned long *counter)
-{
-	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
-}
-
-static inline unsigned long storm_load(const unsigned long *counter)
-{
-	return __atomic_load_n(counter, __ATOMIC_RELAXED);
-}
-
-/* The body of the handler: one read of the calling thread's slot. */
-static inline void storm_sample(struct storm_counts *c,
-				const struct otel_thread_ctx_record *r)
-{
-	uint64_t n = 0;
-
-	switch (storm_classify(r, &n)) {
-	case STORM_READ_NULL:
-		storm_count(&c->null);
-		break;
-	case STORM_READ_INVALID:
-		storm_count(&c->invalid);
-		break;
-	case STORM_READ_TORN:
-		storm_count(&c->torn);
-		c->last_torn_seq = n;
-		break;
-	case STORM_READ_OK:
-		storm_count(&c->ok);
-		break;
-	}
-}
-
-static inline unsigned long storm_handled(const struct storm_counts *c)
-{
-	return storm_load(&c->null) + storm_load(&c->invalid) + storm_load(&c->ok) +
-	       storm_load(&c->torn);
-}
-
-struct storm_writer {
-	int stop;         /* set (atomically) by another thread to end the loop */
-	uint64_t records; /* sequence numbers published (stored atomically) */
-	int rc;           /* first API error, or 0 */
-	int done;         /* set (atomically) by the writer as it returns */
-};
-
-/*
- * Records the writer must have published before the storm may end.  The
- * sender stops on this as well as on the signals handled: under qemu-user a
- * sender can see all its signals handled while the writer, scheduled
- * unevenly, has run only a few hundred iterations.
- */
-#define STORM_MIN_RECORDS 1000u
-
-/* Whether the sender may stop: enough reads and records, or the writer
- * has stopped by itself (on an error, which the test then reports). */
-static inline int storm_done(const struct storm_writer *w, const struct storm_counts *c,
-			     unsigned long want)
-{
-	return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) ||
-	       (storm_handled(c) >= want &&
-		__atomic_load_n(&w->records, __ATOMIC_RELAXED) > STORM_MIN_RECORDS);
-}
-
-/*
- * The writer thread: publishes record n, n + 1, ... until w->stop, by every
- * path the API has: update of the attached context, update_attach of
- * another, update then attach, detach then update_attach.  Leaves the
- * thread detached and both contexts destroyed.
- */
-static inline void *storm_writer(void *arg)
-{
-	struct storm_writer *w = arg;
-	otel_thread_ctx *cur = NULL, *other = NULL, *prev;
-	uint64_t n = 1;
-	int rc = STORM_CALL(otel_thread_ctx_create)(&cur);
-
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_create)(&other);
-	if (rc == 0)
-		rc = storm_write_draft(cur, n);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
-	while (rc == 0 && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&w->records, n, __ATOMIC_RELAXED);
-		n++;
-		switch (n % 5) {
-		case 0:
-		case 2: /* a new record for the attached context */
-			rc = storm_write_draft(cur, n);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update)(cur);
-			break;
-		case 1: /* switch to the other context and its new data at once */
-			rc = storm_write_draft(other, n);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update_attach)(other, &prev);
-			other = prev, cur = STORM_CALL(otel_thread_ctx_current)();
-			break;
-		case 3: /* commit while detached, then attach */
-			rc = storm_write_draft(other, n);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update)(other);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_attach)(other, &prev);
-			other = prev, cur = STORM_CALL(otel_thread_ctx_current)();
-			break;
-		case 4: /* unpublish for a moment */
-			rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
-			if (rc == 0)
-				rc = storm_write_draft(cur, n);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
-			break;
-		}
-	}
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
-	STORM_CALL(otel_thread_ctx_destroy)(cur);
-	STORM_CALL(otel_thread_ctx_destroy)(other);
-	__atomic_store_n(&w->records, n, __ATOMIC_RELAXED);
-	w->rc = rc;
-	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
-	return NULL;
 }
 
 #endif /* OTEL_TESTS_STORM_H */

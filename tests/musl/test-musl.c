@@ -22,7 +22,7 @@
 #include "counting-malloc.h"
 #include "minitest.h"
 #include "otel_thread_ctx.h"
-#include "storm.h"
+#include "storm-run.h"
 #include "testenv.h"
 
 #define CHECK_ERR(call, err)                                                   \
@@ -334,57 +334,20 @@ static void test_thread_exit(void)
 
 /* --- storm --- */
 
-static struct storm_counts reads;
+static struct storm storm;
 
-static void on_signal(int sig)
+static void *const *own_slot(void)
 {
-	(void)sig;
-	storm_sample(&reads, otel_thread_ctx_v1);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (void *const *)&otel_thread_ctx_v1;
 }
 
 static void test_storm(void)
 {
-	unsigned long want = env_count("OTEL_TEST_SIGNALS", 100000);
-	struct storm_writer res = { 0, 0, -1, 0 };
-	struct sigaction sa;
-	unsigned long sent = 0;
-	pthread_t t;
-	double start;
+	char why[300];
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
-
-	CHECK(pthread_create(&t, NULL, storm_writer, &res) == 0, "pthread_create");
-	start = now_s();
-	while (!storm_done(&res, &reads, want) && now_s() - start <= 120) {
-		CHECK(pthread_kill(t, SIGUSR1) == 0, "pthread_kill");
-		sent++;
-	}
-	__atomic_store_n(&res.stop, 1, __ATOMIC_RELAXED);
-	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
-	signal(SIGUSR1, SIG_DFL);
-
-	printf("signal-storm: %lu signals sent, %lu reads: %lu complete, %lu empty, "
-	       "%lu invalid, %lu torn; %llu records published\n",
-	       sent, reads.ok + reads.null + reads.invalid + reads.torn, reads.ok, reads.null,
-	       reads.invalid, reads.torn, (unsigned long long)res.records);
-	CHECK(res.rc == 0, "writer failed: %s", otel_thread_ctx_strerror(res.rc));
-	CHECK(reads.torn == 0, "%lu torn reads (last: sequence %llu)", reads.torn,
-	      (unsigned long long)reads.last_torn_seq);
-	CHECK(reads.invalid == 0, "%lu reads found valid != 1", reads.invalid);
-	CHECK(reads.ok >= want / 4, "only %lu complete reads of %lu", reads.ok, want);
-	CHECK(res.records > STORM_MIN_RECORDS, "only %llu records published", (unsigned long long)res.records);
+	CHECK(storm_run(&storm, env_count("OTEL_TEST_SIGNALS", 100000), 240) == 0, "%s",
+	      storm.wrong_what);
+	CHECK(!storm_failed(&storm, why, sizeof(why)), "%s", why);
 }
 
 int main(int argc, char **argv)
@@ -395,6 +358,8 @@ int main(int argc, char **argv)
 		CHECK(strcmp(argv[i], "api") == 0 || strcmp(argv[i], "thread-exit") == 0 ||
 		      strcmp(argv[i], "storm") == 0, "usage: %s [api|thread-exit|storm]...",
 		      argv[0]);
+	/* Freeing what a thread's slot points into fails from here on. */
+	CHECK(counting_malloc_check_slots(own_slot) == 1, "the counting allocator is in use");
 	for (int i = all ? 0 : 1; i < (all ? 1 : argc); i++) {
 		if (all || strcmp(argv[i], "api") == 0)
 			test_api();
