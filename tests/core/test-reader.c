@@ -288,6 +288,139 @@ START_TEST(iterators_refuse_null)
 }
 END_TEST
 
+/* Entries of the given lengths, keys 1, 2, ..., from the start of r's
+ * attributes; returns the bytes they take. */
+static size_t fill_entries(struct otel_thread_ctx_record *r, const unsigned int *lens, size_t n)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		r->attrs_data[at] = (uint8_t)(i + 1);
+		r->attrs_data[at + 1] = (uint8_t)lens[i];
+		memset(r->attrs_data + at + 2, 'a' + (int)i, lens[i]);
+		at += 2 + lens[i];
+	}
+	return at;
+}
+
+/* The keys the walk finds, as "1,2,3," (each key's last entry wins). */
+static void keys_seen(const struct otel_thread_ctx_record *r, char *out, size_t cap)
+{
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+	size_t used = 0;
+
+	out[0] = '\0';
+	otel_thread_ctx_attr_iter_init(&it, r);
+	while (otel_thread_ctx_attr_iter_next(&it, &a) && used + 5 < cap)
+		used += (size_t)snprintf(out + used, cap - used, "%u,", a.key);
+}
+
+/*
+ * The bounds of the walk and of the copies, to the byte, on a record whose
+ * 640 bytes end where an unreadable page starts: an entry that ends at
+ * attrs_data_size (or at 612) is read, one that ends a byte later is not; a
+ * key byte whose length byte would be past the end stops the walk without
+ * reading it; attrs_data_size 613 or more is read as 612.
+ */
+START_TEST(bounds_are_exact_at_the_end_of_the_record)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct otel_thread_ctx_record *r, out;
+	static const unsigned int fill612[] = { 255, 255, 96 }, over613[] = { 255, 255, 97 },
+				  fill611[] = { 255, 255, 95 }, small[] = { 3, 2 };
+	static const uint16_t past[] = { 612, 613, 614, 640, 0xffff };
+	struct otel_thread_ctx_attr a;
+	uint8_t big[1000 + 16];
+	char got[64];
+
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	ck_assert_int_eq(mprotect(map + page, (size_t)page, PROT_NONE), 0);
+	r = (struct otel_thread_ctx_record *)(void *)(map + page - sizeof(*r));
+
+	/* Entries that fill the 612 bytes exactly: all read, whatever size
+	 * past 611 the header claims. */
+	raw_record(r, "", 0, 0);
+	ck_assert_uint_eq(fill_entries(r, fill612, 3), 612);
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		r->attrs_data_size = past[i];
+		keys_seen(r, got, sizeof(got));
+		ck_assert_msg(strcmp(got, "1,2,3,") == 0, "size %u: %s", past[i], got);
+		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 3, &a), 1);
+		ck_assert_uint_eq(a.len, 96);
+		ck_assert_ptr_eq(a.value, r->attrs_data + 516);
+		/* The copies stop at the record's end. */
+		ck_assert_int_eq(otel_thread_ctx_record_decode(r, sizeof(*r), &out), 0);
+		ck_assert_uint_eq(out.attrs_data_size, 612);
+		ck_assert_mem_eq(out.attrs_data, r->attrs_data, 612);
+		otel_thread_ctx_v1 = r;
+		ck_assert_int_eq(otel_thread_ctx_read(&out), 0);
+		otel_thread_ctx_v1 = NULL;
+		ck_assert_uint_eq(out.attrs_data_size, 612);
+		ck_assert_mem_eq(out.attrs_data, r->attrs_data, 612);
+	}
+	/* Size 611: the last entry ends a byte past it. */
+	r->attrs_data_size = 611;
+	keys_seen(r, got, sizeof(got));
+	ck_assert_str_eq(got, "1,2,");
+
+	/* An entry that would end at 613: not read. */
+	raw_record(r, "", 0, 0);
+	fill_entries(r, over613, 2);
+	r->attrs_data[514] = 3;
+	r->attrs_data[515] = 97;
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		r->attrs_data_size = past[i];
+		keys_seen(r, got, sizeof(got));
+		ck_assert_msg(strcmp(got, "1,2,") == 0, "size %u: %s", past[i], got);
+		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 3, &a), 0);
+	}
+
+	/* A key byte at 611, its length byte past the record (in the
+	 * unreadable page): the walk stops without reading it. */
+	raw_record(r, "", 0, 0);
+	ck_assert_uint_eq(fill_entries(r, fill611, 3), 611);
+	r->attrs_data[611] = 4;
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		r->attrs_data_size = past[i];
+		keys_seen(r, got, sizeof(got));
+		ck_assert_msg(strcmp(got, "1,2,3,") == 0, "size %u: %s", past[i], got);
+		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 4, &a), 0);
+	}
+
+	/* Small sizes: an entry is read only when it ends within the size. */
+	raw_record(r, "", 0, 0);
+	ck_assert_uint_eq(fill_entries(r, small, 2), 9);
+	for (uint16_t size = 0; size <= 10; size++) {
+		r->attrs_data_size = size;
+		keys_seen(r, got, sizeof(got));
+		ck_assert_msg(strcmp(got, size >= 9 ? "1,2," : size >= 5 ? "1," : "") == 0,
+			      "size %u: %s", size, got);
+	}
+
+	/* decode() from more bytes than a record: still at most 612, and
+	 * nothing written past *out. */
+	memset(big, 'z', sizeof(big));
+	memcpy(big, r, 28);
+	big[26] = 0xff, big[27] = 0xff;
+	{
+		struct {
+			struct otel_thread_ctx_record rec;
+			uint8_t after[64];
+		} guarded;
+
+		memset(&guarded, 0xee, sizeof(guarded));
+		ck_assert_int_eq(otel_thread_ctx_record_decode(big, 1000, &guarded.rec), 0);
+		ck_assert_uint_eq(guarded.rec.attrs_data_size, 612);
+		for (size_t i = 0; i < sizeof(guarded.after); i++)
+			ck_assert_uint_eq(guarded.after[i], 0xee);
+	}
+	ck_assert_int_eq(munmap(map, (size_t)page * 2), 0);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
@@ -298,6 +431,7 @@ Suite *test_suite(void)
 		{ "truncated-entry", truncated_entry_stops_decoding },
 		{ "null", iterators_refuse_null },
 		{ "unmapped-keys", indices_outside_the_key_map_are_ignored },
+		{ "bounds", bounds_are_exact_at_the_end_of_the_record },
 	};
 
 	return MAKE_SUITE("reader", cases, 0);
