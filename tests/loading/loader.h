@@ -192,27 +192,33 @@ static inline void *module_tls_data(const struct module *m)
 	return q.data;
 }
 
-/* Finds the TLSDESC relocation against the slot in the library's file. */
-static inline void read_descriptor_relocation(struct module *m)
+/*
+ * Calls fn(arg, rela, name) for each TLSDESC relocation in the ELF file
+ * `path` (its section headers), with the name of its symbol ("" for one
+ * against a local symbol, as for the library's hidden state).
+ */
+static inline void for_each_tlsdesc(const char *path,
+				    void (*fn)(void *arg, const ElfW(Rela) *rela,
+					       const ElfW(Sym) *sym, const char *name),
+				    void *arg)
 {
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	const unsigned char *map;
 	const ElfW(Ehdr) *eh;
 	const ElfW(Shdr) *sh;
 
-	CHECK(fd >= 0, "open %s", m->path);
-	CHECK(fstat(fd, &st) == 0, "fstat %s", m->path);
+	CHECK(fd >= 0, "open %s", path);
+	CHECK(fstat(fd, &st) == 0, "fstat %s", path);
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	CHECK(map != MAP_FAILED, "mmap %s", m->path);
+	CHECK(map != MAP_FAILED, "mmap %s", path);
 	close(fd);
 	eh = (const ElfW(Ehdr) *)map;
 	CHECK(memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64,
-	      "%s: not a 64-bit ELF file", m->path);
+	      "%s: not a 64-bit ELF file", path);
 	CHECK(eh->e_shoff != 0 && eh->e_shentsize == sizeof(ElfW(Shdr)),
-	      "%s: no section headers", m->path);
+	      "%s: no section headers", path);
 	sh = (const ElfW(Shdr) *)(map + eh->e_shoff);
-	m->ndesc = 0;
 	for (unsigned i = 0; i < eh->e_shnum; i++) {
 		const ElfW(Shdr) *symtab, *strtab;
 		const ElfW(Rela) *rela;
@@ -229,17 +235,63 @@ static inline void read_descriptor_relocation(struct module *m)
 		for (size_t k = 0; k < sh[i].sh_size / sizeof(*rela); k++) {
 			const ElfW(Sym) *sym = &syms[ELF64_R_SYM(rela[k].r_info)];
 
-			if (ELF64_R_TYPE(rela[k].r_info) != LOADER_R_TLSDESC ||
-			    strcmp(strs + sym->st_name, "otel_thread_ctx_v1") != 0)
-				continue;
-			if (m->ndesc++ == 0) {
-				m->desc_offset = rela[k].r_offset;
-				m->desc_addend = rela[k].r_addend;
-				m->slot_value = sym->st_value;
-			}
+			if (ELF64_R_TYPE(rela[k].r_info) == LOADER_R_TLSDESC)
+				fn(arg, &rela[k], sym, strs + sym->st_name);
 		}
 	}
 	munmap((void *)map, (size_t)st.st_size);
+}
+
+static inline void slot_relocation_cb(void *arg, const ElfW(Rela) *rela, const ElfW(Sym) *sym,
+			       const char *name)
+{
+	struct module *m = arg;
+
+	if (strcmp(name, "otel_thread_ctx_v1") != 0)
+		return;
+	if (m->ndesc++ == 0) {
+		m->desc_offset = rela->r_offset;
+		m->desc_addend = rela->r_addend;
+		m->slot_value = sym->st_value;
+	}
+}
+
+/* Finds the TLSDESC relocation against the slot in the library's file. */
+static inline void read_descriptor_relocation(struct module *m)
+{
+	m->ndesc = 0;
+	for_each_tlsdesc(m->path, slot_relocation_cb, m);
+}
+
+/* Every TLS descriptor of a loaded module, whatever its symbol. */
+struct descriptors {
+	uintptr_t base;
+	int n;
+	volatile uintptr_t *desc[16];
+};
+
+static inline void descriptor_cb(void *arg, const ElfW(Rela) *rela, const ElfW(Sym) *sym,
+			  const char *name)
+{
+	struct descriptors *d = arg;
+
+	(void)sym;
+	CHECK(d->n < (int)(sizeof(d->desc) / sizeof(d->desc[0])), "too many TLSDESC "
+	      "relocations (%s)", name);
+	d->desc[d->n++] = (volatile uintptr_t *)(d->base + rela->r_offset);
+}
+
+/* The TLS descriptors of the module dlopen() gave `handle` for. */
+static inline struct descriptors module_descriptors(void *handle)
+{
+	struct descriptors d;
+	struct link_map *lm = NULL;
+
+	memset(&d, 0, sizeof(d));
+	CHECK(dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL, "dlinfo: %s", dlerror());
+	d.base = lm->l_addr;
+	for_each_tlsdesc(lm->l_name, descriptor_cb, &d);
+	return d;
 }
 
 /* Locates the library in this process and its slot descriptor. */

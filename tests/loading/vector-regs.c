@@ -1,58 +1,64 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Vector registers around the slot's TLSDESC call, on the path the loader
- * put the library on (--expect=static|dynamic; the dynamic one is forced on
- * glibc with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0, and is the only
- * one musl has for a dlopen()ed library).
+ * Registers around the library's TLSDESC access, on the path the loader put
+ * the library on (--expect=static|dynamic; the dynamic one is forced on glibc
+ * with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0, and is the only one
+ * musl has for a dlopen()ed library).
  *
- * usage: vector-regs LIBRARY PROBE-MODULE probe|caller --expect=static|dynamic
+ * usage: vector-regs LIBRARY ACCESSOR-MODULE caller|hostile --expect=static|dynamic
  *
- * Both modes dlopen() the library, then the probe module (probe-<cpu>.S,
- * linked against the library), prove the path from the library's descriptor
- * and the probe's (same path, same resolver: loader.h), and do their work on
- * two threads whose first access to the library's TLS it is: one created
- * before the dlopen() and one after.
+ * The program dlopen()s the library, then the accessor module (accessor.c:
+ * the library's access macro, arch/<cpu>/tlsdesc.h, compiled into
+ * functions that hold values in registers across it, linked against the
+ * library), and proves that the descriptors of both are on the expected
+ * path (loader.h).  Two threads then run, one after the other: one created
+ * before the dlopen(), whose first access to the library's TLS is the
+ * accessor module's, and one created after it, whose first access is an API
+ * call.  Each does both of these:
  *
- * probe (part a): is the hazard real here?
- *   The bare canonical TLSDESC call (probe_tlsdesc) with known values in
- *   every vector register, compared right after the resolver returns.  glibc
- *   bug 31372: before 2.40, _dl_tlsdesc_dynamic reaches __tls_get_addr,
- *   malloc and memset, which use vector registers, without saving them,
- *   although the TLSDESC convention says every register but the result is
- *   kept.  On x86-64 the program passes when it sees registers overwritten on
- *   the dynamic path (the hazard is real on this machine, and it is why the
- *   library's accessor is an ordinary function call and not an asm statement
- *   inside its callers, arch/x86_64/tlsdesc.h), and SKIPs, saying so, when
- *   the resolver kept them (a fixed glibc, or musl, whose resolver touches no
- *   vector register): it cannot show a hazard that is not there.  On the
- *   static path, where the resolver only loads the offset, every register
- *   must be kept.  On aarch64 the library's inline asm declares no vector
- *   register clobbered and so relies on the convention (glibc's aarch64
- *   resolver saves q0-q31), so there every register must be kept on both
- *   paths, or the program fails.
+ * (a) The access itself keeps what the compiler was told it keeps: values
+ *     live in every vector register (%xmm0-%xmm15; v0-v31) and in general
+ *     registers when it starts are there after it, and (x86-64) so is what a
+ *     leaf function keeps in its red zone.  This is what the asm statement's
+ *     clobber list, its step over the red zone and its stack alignment are
+ *     for.
+ * (b) A caller holds vector values live across calls into the API (the
+ *     empty asm statements force them into registers right before each call
+ *     and take them from there right after it); on aarch64 also d8-d15.
+ * (c) The bytes a reader finds through the slot are exactly the records
+ *     published (storm.h), after every call.
  *
- * caller (parts b and c): does the caller keep its vector values, and is
- * what the library publishes right, on this path?
- *   (b) A C caller holds vector values live across calls into the API: each
- *   value is forced into a vector register right before the call and checked
- *   right after it (the empty asm statements below).  On glibc's dynamic
- *   path the program first proves that the thread has no TLS block for the
- *   library yet and has one after the first call, i.e. that the resolver's
- *   slow path, the one part (a) shows clobbering, ran inside that call.
- *   What this shows, and what it cannot: on x86-64 the psABI makes every
- *   vector register caller-saved, so across any function call the compiler
- *   keeps such values in memory, and they survive whatever the resolver
- *   does; this part checks that using the library needs nothing more than
- *   that -- the clobbering TLSDESC call happens only inside the library's
- *   own functions -- and it would fail if the library ever made the call
- *   from an inline sequence in its callers that assumed the convention.  On
- *   aarch64 d8-d15 are callee-saved (AAPCS64), so the values pinned in d8
- *   and d9 stay in those registers across the calls, and the check is a
- *   true register check of the library and the resolver together.
- *   (c) The bytes a reader finds through the slot are exactly the records
- *   published (storm.h), after every call: the library's own state, kept in
- *   whatever registers its compiled code chose, came through the resolver's
- *   slow path intact.
+ * caller: with the loader's own resolvers.  On glibc's dynamic path the
+ *   first access of each thread takes the resolver's slow path (the program
+ *   shows the thread's TLS block appear during it), and on x86-64 glibc
+ *   before 2.40 (bug 31372; Debian 12 has 2.36) that path overwrites vector
+ *   registers, against the TLSDESC convention.  On aarch64, where the access
+ *   declares no vector register clobbered and relies on the convention,
+ *   (a) shows that the resolvers keep it.
+ * hostile: the same, with every TLS descriptor of the library and of the
+ *   accessor module calling hostile_resolver (hostile-<cpu>.S), which calls
+ *   the loader's resolver and then, on every call and every path, does what
+ *   the convention lets a resolver do and, on x86-64, what glibc's does
+ *   against it: overwrites %xmm0-%xmm15 and the flags, uses its red zone, and
+ *   traps unless the stack is aligned.  The program checks that it was
+ *   called by the library's accesses and by the module's.
+ *
+ * What fails where.  (a) in hostile mode fails on x86-64 if the asm's
+ * clobber list lacks a vector register, if it does not step over the red
+ * zone, or if it does not align the stack (tried by removing each: see
+ * doc/testing.md); in caller mode only the first, and only where the
+ * resolver really overwrites them.  On aarch64 (a) fails if a resolver
+ * breaks the convention, or if the asm's clobber list lacks a general
+ * register it changes.  (b) on x86-64 cannot fail through the access: the
+ * psABI makes every vector register caller-saved, so across a call the
+ * compiler keeps such values in memory; it checks that using the library
+ * asks nothing more of its callers.  On aarch64 d8-d15 are callee-saved and
+ * stay in their registers across the calls: (b) checks the library's code
+ * and the resolver together.  Whether the library's own functions keep a
+ * vector value in a register across their accesses is up to the compiler:
+ * (c) would show such a value lost under the hostile resolver, and with gcc
+ * 12 none is (the library's code is the same with or without the vector
+ * clobbers), so (a) is what checks the clobber list.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -67,83 +73,65 @@ static struct otel_api api;
 #define STORM_CALL(name) api.name
 #include "storm.h"
 
-#if defined(__x86_64__)
-#define NREGS 16
-#define REG "xmm"
-#else
-#define NREGS 32
-#define REG "v"
-#endif
-
-static void *lib;
+static void *lib, *accessor;
 static struct module mod;
 static enum tls_path expect;
-static void *(*probe_tlsdesc)(const unsigned char *in, unsigned char *out);
-static const volatile uintptr_t *(*probe_descriptor)(void);
+static int hostile;
 static pthread_barrier_t loaded;
+
+/* The accessor module's functions (accessor.c). */
+static int (*accessor_vectors)(void **slot);
+static int (*accessor_integers)(void **slot);
+#if defined(__x86_64__)
+static int (*accessor_red_zone)(void **slot);
+#endif
+static int (*hostile_install)(volatile uintptr_t *desc);
+static uint64_t (*hostile_count)(void);
+
+#define ACCESSOR_FN(name)                                                      \
+	do {                                                                   \
+		void *p_ = loader_sym(accessor, #name);                        \
+		memcpy(&name, &p_, sizeof(p_));                                \
+	} while (0)
+
+/* Hostile mode: the resolver was called, by whom, since `before`. */
+static void check_hostile_calls(uint64_t before, const char *who)
+{
+	if (hostile)
+		CHECK(hostile_count() > before, "%s: the hostile resolver was not called", who);
+}
 
 /* --- part (a) --- */
 
-struct probe_result {
-	unsigned char in[NREGS][16], out[NREGS][16];
-	int changed[NREGS], nchanged;
-	int first_access; /* the thread had no block before (glibc) */
-};
-
-static void *probe_thread(void *arg)
+static void check_accessor(void)
 {
-	struct probe_result *r = arg;
 	const struct otel_thread_ctx_record *volatile *slot;
-	void *addr;
+	uint64_t calls = hostile_count();
+	void *at = NULL;
+	int lost;
 
-	for (int i = 0; i < NREGS; i++)
-		for (int j = 0; j < 16; j++)
-			r->in[i][j] = (unsigned char)(0xa5 ^ (i * 16 + j));
-	memset(r->out, 0, sizeof(r->out));
-	r->first_access = module_tls_data(&mod) == NULL;
-	/* The thread's first access to the library's TLS. */
-	addr = probe_tlsdesc(&r->in[0][0], &r->out[0][0]);
+	lost = accessor_vectors(&at);
 	slot = slot_address(lib);
-	CHECK(addr == (void *)slot, "probe computed %p, the slot is at %p", addr, (void *)slot);
-	for (int i = 0; i < NREGS; i++) {
-		r->changed[i] = memcmp(r->in[i], r->out[i], 16) != 0;
-		r->nchanged += r->changed[i];
-	}
-	return NULL;
-}
-
-static void report_probe(const char *who, const struct probe_result *r)
-{
-	printf("%s (dlpi_tls_data before the call: %s): ", who,
-	       r->first_access ? "none" : "the block");
-	if (r->nchanged == 0) {
-		printf("the resolver kept all %d vector registers\n", NREGS);
-		return;
-	}
-	printf("the resolver overwrote");
-	for (int i = 0; i < NREGS; i++)
-		if (r->changed[i])
-			printf(" %s%d", REG, i);
-	printf("\n");
-	for (int i = 0; i < NREGS; i++)
-		if (r->changed[i]) {
-			printf("  %s%d: put", REG, i);
-			for (int j = 15; j >= 0; j--)
-				printf("%02x", r->in[i][j]);
-			printf(", got ");
-			for (int j = 15; j >= 0; j--)
-				printf("%02x", r->out[i][j]);
-			printf("\n");
-		}
+	CHECK(at == (void *)slot, "the access computed %p, the slot is at %p", at, (void *)slot);
+	CHECK(lost == 0, "%d values held in vector registers across the access (or where the "
+	      "compiler put them to keep them) were lost", lost);
+	lost = accessor_integers(&at);
+	CHECK(lost == 0, "%d values held in general registers across the access (or where the "
+	      "compiler put them to keep them) were lost", lost);
+#if defined(__x86_64__)
+	lost = accessor_red_zone(&at);
+	CHECK(lost == 0, "%d words of a leaf function's red zone lost across the access", lost);
+#endif
+	CHECK(at == (void *)slot, "the access computed %p, the slot is at %p", at, (void *)slot);
+	check_hostile_calls(calls, "the accessor module's access");
 }
 
 /* --- parts (b) and (c) --- */
 
-#if defined(__x86_64__)
 typedef uint64_t vec __attribute__((vector_size(16)));
+#if defined(__x86_64__)
 #define PIN(a, b, c, d) __asm__ volatile("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d))
 #else
-typedef uint64_t vec __attribute__((vector_size(16)));
 #define PIN(a, b, c, d) __asm__ volatile("" : "+w"(a), "+w"(b), "+w"(c), "+w"(d))
 #endif
 
@@ -161,23 +149,30 @@ static int same(vec a, vec b)
 	return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-struct call_stats {
-	unsigned long calls;
-};
-
 /*
  * CALL(expr): runs the API call `expr` with vector values held live across
- * it (and, on aarch64, values in the callee-saved d8 and d9), then checks
+ * it (and, on aarch64, values in the callee-saved d8-d15), then checks
  * them and the call's result.
  */
 #if defined(__aarch64__)
 #define HOLD_EXTRA_BEGIN                                                       \
 	register double d8_ __asm__("d8") = 8.125;                             \
 	register double d9_ __asm__("d9") = -9.375;                            \
-	__asm__ volatile("" : "+w"(d8_), "+w"(d9_));
+	register double d10_ __asm__("d10") = 10.5;                            \
+	register double d11_ __asm__("d11") = -11.75;                          \
+	register double d12_ __asm__("d12") = 12.25;                           \
+	register double d13_ __asm__("d13") = -13.625;                         \
+	register double d14_ __asm__("d14") = 14.875;                          \
+	register double d15_ __asm__("d15") = -15.0625;                        \
+	__asm__ volatile("" : "+w"(d8_), "+w"(d9_), "+w"(d10_), "+w"(d11_),    \
+			 "+w"(d12_), "+w"(d13_), "+w"(d14_), "+w"(d15_));
 #define HOLD_EXTRA_END                                                         \
-	__asm__ volatile("" : "+w"(d8_), "+w"(d9_));                           \
-	CHECK(d8_ == 8.125 && d9_ == -9.375, "d8/d9 changed across %s: %g %g", what, d8_, d9_);
+	__asm__ volatile("" : "+w"(d8_), "+w"(d9_), "+w"(d10_), "+w"(d11_),    \
+			 "+w"(d12_), "+w"(d13_), "+w"(d14_), "+w"(d15_));      \
+	CHECK(d8_ == 8.125 && d9_ == -9.375 && d10_ == 10.5 && d11_ == -11.75 && \
+		      d12_ == 12.25 && d13_ == -13.625 && d14_ == 14.875 &&   \
+		      d15_ == -15.0625,                                        \
+	      "d8-d15 changed across %s", what);
 #else
 #define HOLD_EXTRA_BEGIN
 #define HOLD_EXTRA_END
@@ -196,7 +191,7 @@ struct call_stats {
 		CHECK(same(a, make(1)) && same(b, make(2)) && same(c, make(3)) && \
 		      same(d, make(4)), "vector values changed across %s", what); \
 		CHECK(rc_ == 0, "%s returned %d", what, rc_);                  \
-		stats->calls++;                                                \
+		calls++;                                                       \
 	} while (0)
 
 static void check_published(const struct otel_thread_ctx_record *volatile *slot, uint64_t n)
@@ -209,34 +204,18 @@ static void check_published(const struct otel_thread_ctx_record *volatile *slot,
 	      (unsigned long long)n);
 }
 
-struct caller_arg {
-	uint64_t seq;
-	struct call_stats stats;
-	int first_access;
-};
-
-static void *caller_thread(void *arg)
+/* Returns the API calls made. */
+static unsigned long check_caller(uint64_t n)
 {
-	struct caller_arg *c = arg;
-	struct call_stats *stats = &c->stats;
 	const struct otel_thread_ctx_record *volatile *slot;
 	otel_thread_ctx *ctx = NULL, *prev = NULL;
-	uint64_t n = c->seq;
-	void *before, *after;
+	uint64_t resolved = hostile_count();
+	unsigned long calls = 0;
 
 	/* create and the draft setters do not touch TLS. */
 	CHECK_OK(api.otel_thread_ctx_create(&ctx));
 	CHECK_OK(storm_write_draft(ctx, n));
-	before = module_tls_data(&mod);
-	/* The thread's first access to the library's TLS. */
 	CALL(api.otel_thread_ctx_update_attach(ctx, &prev));
-	after = module_tls_data(&mod);
-	c->first_access = before == NULL && after != NULL;
-#ifdef __GLIBC__
-	if (expect == PATH_DYNAMIC)
-		CHECK(c->first_access, "the thread's TLS block should appear with its first call "
-		      "(before %p, after %p)", before, after);
-#endif
 	slot = slot_address(lib);
 	check_published(slot, n);
 
@@ -252,32 +231,78 @@ static void *caller_thread(void *arg)
 	CALL(api.otel_thread_ctx_detach(&prev));
 	CHECK(prev == ctx, "detach handed back %p", (void *)prev);
 	CHECK_OK(api.otel_thread_ctx_destroy(ctx));
-	return NULL;
+	check_hostile_calls(resolved, "the library's accesses");
+	return calls;
 }
 
 /* --- the two threads --- */
 
-struct early {
+struct worker {
 	pthread_t t;
-	void *(*fn)(void *);
-	void *arg;
+	int early;     /* created before the dlopen(), waits for it */
+	uint64_t seq;  /* first sequence number it publishes */
+	unsigned long calls;
+	int block_in_first; /* its TLS block appeared in its first access */
 };
 
-static void *early_thread(void *arg)
+static void *worker(void *arg)
 {
-	struct early *e = arg;
+	struct worker *w = arg;
+	void *before, *after;
 
-	pthread_barrier_wait(&loaded);
-	return e->fn(e->arg);
+	if (w->early)
+		pthread_barrier_wait(&loaded);
+	before = module_tls_data(&mod);
+	/* The thread's first access to the library's TLS. */
+	if (w->early)
+		check_accessor();
+	else
+		w->calls = check_caller(w->seq);
+	after = module_tls_data(&mod);
+	w->block_in_first = before == NULL && after != NULL;
+#ifdef __GLIBC__
+	if (expect == PATH_DYNAMIC)
+		CHECK(w->block_in_first, "the thread's TLS block should appear with its first "
+		      "access (before %p, after %p)", before, after);
+#endif
+	if (w->early)
+		w->calls = check_caller(w->seq);
+	else
+		check_accessor();
+	return NULL;
+}
+
+static void report(const char *who, const struct worker *w)
+{
+	printf("thread created %s the dlopen(): registers kept across the access; %lu API calls, "
+	       "vector values kept, records read back exact", who, w->calls);
+	if (w->block_in_first)
+		printf("; its TLS block was allocated in its first access, %s",
+		       w->early ? "the accessor module's" : "an API call");
+	printf("\n");
+}
+
+/* Hostile mode: hostile_resolver in every descriptor of `handle`. */
+static int install_hostile(void *handle, const char *what)
+{
+	struct descriptors d = module_descriptors(handle);
+
+	CHECK(d.n > 0, "%s has no TLS descriptor", what);
+	for (int i = 0; i < d.n; i++) {
+		int rc = hostile_install(d.desc[i]);
+
+		CHECK(rc != -1, "%s: cannot make descriptor %p writable", what, (void *)d.desc[i]);
+		CHECK(rc != -2, "%s: descriptor %p has another resolver than the others", what,
+		      (void *)d.desc[i]);
+	}
+	return d.n;
 }
 
 int main(int argc, char **argv)
 {
-	const char *lib_path = NULL, *probe_path = NULL, *mode = NULL;
-	struct descriptor_facts lf, pf;
-	void *probe, *p;
-	struct early e;
-	pthread_t t;
+	const char *lib_path = NULL, *accessor_path = NULL, *mode = NULL;
+	static struct worker early = { .early = 1, .seq = 1000 }, late = { .seq = 2000 };
+	struct descriptor_facts lf, af;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--expect=static") == 0)
@@ -286,86 +311,66 @@ int main(int argc, char **argv)
 			expect = PATH_DYNAMIC;
 		else if (lib_path == NULL)
 			lib_path = argv[i];
-		else if (probe_path == NULL)
-			probe_path = argv[i];
+		else if (accessor_path == NULL)
+			accessor_path = argv[i];
 		else
 			mode = argv[i];
 	}
-	CHECK(mode != NULL && (strcmp(mode, "probe") == 0 || strcmp(mode, "caller") == 0),
-	      "usage: %s LIBRARY PROBE-MODULE probe|caller --expect=static|dynamic", argv[0]);
+	CHECK(mode != NULL && (strcmp(mode, "caller") == 0 || strcmp(mode, "hostile") == 0),
+	      "usage: %s LIBRARY ACCESSOR-MODULE caller|hostile --expect=static|dynamic",
+	      argv[0]);
+	hostile = strcmp(mode, "hostile") == 0;
 #ifndef __GLIBC__
 	if (expect == PATH_STATIC)
 		skip("musl gives a dlopen()ed module dynamic TLS, never static TLS");
 #endif
 
-	/* Results of the thread created before the dlopen(). */
-	static struct probe_result probe_early, probe_late;
-	static struct caller_arg caller_early = { 1000, { 0 }, 0 },
-				 caller_late = { 2000, { 0 }, 0 };
-	int is_probe = strcmp(mode, "probe") == 0;
-
 	CHECK(pthread_barrier_init(&loaded, NULL, 2) == 0, "barrier");
-	e.fn = is_probe ? probe_thread : caller_thread;
-	e.arg = is_probe ? (void *)&probe_early : (void *)&caller_early;
-	CHECK(pthread_create(&e.t, NULL, early_thread, &e) == 0, "pthread_create");
+	CHECK(pthread_create(&early.t, NULL, worker, &early) == 0, "pthread_create");
 
 	lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
 	CHECK(lib != NULL, "dlopen(%s): %s", lib_path, dlerror());
 	loader_resolve(lib, &api);
-	probe = dlopen(probe_path, RTLD_NOW | RTLD_LOCAL);
-	CHECK(probe != NULL, "dlopen(%s): %s", probe_path, dlerror());
-	p = loader_sym(probe, "probe_tlsdesc");
-	memcpy(&probe_tlsdesc, &p, sizeof(p));
-	p = loader_sym(probe, "probe_descriptor");
-	memcpy(&probe_descriptor, &p, sizeof(p));
+	accessor = dlopen(accessor_path, RTLD_NOW | RTLD_LOCAL);
+	CHECK(accessor != NULL, "dlopen(%s): %s", accessor_path, dlerror());
+	ACCESSOR_FN(accessor_vectors);
+	ACCESSOR_FN(accessor_integers);
+#if defined(__x86_64__)
+	ACCESSOR_FN(accessor_red_zone);
+#endif
+	ACCESSOR_FN(hostile_install);
+	ACCESSOR_FN(hostile_count);
 
 	find_module(&mod);
 	{
 		const struct otel_thread_ctx_record *volatile *slot = slot_address(lib);
+		struct descriptors d = module_descriptors(accessor);
 
+		CHECK(d.n == 1, "the accessor module has %d TLS descriptors, expected 1", d.n);
 		lf = read_descriptor(library_descriptor(&mod), &mod, slot);
-		pf = read_descriptor(probe_descriptor(), &mod, slot);
+		af = read_descriptor(d.desc[0], &mod, slot);
 	}
-	print_descriptor("library's slot descriptor", &lf);
-	print_descriptor("probe's slot descriptor  ", &pf);
+	print_descriptor("library's slot descriptor ", &lf);
+	print_descriptor("accessor's slot descriptor", &af);
 	CHECK(lf.path == expect, "the library's slot is on the %s TLS path, this test expects %s",
 	      path_name(lf.path), path_name(expect));
-	CHECK(pf.path == lf.path && pf.resolver == lf.resolver,
-	      "the probe's descriptor does not take the library's path");
+	CHECK(af.path == lf.path && af.resolver == lf.resolver,
+	      "the accessor module's descriptor does not take the library's path");
+	if (hostile) {
+		int nl = install_hostile(lib, "the library");
+		int na = install_hostile(accessor, "the accessor module");
+
+		printf("hostile resolver in %d descriptors of the library and %d of the accessor "
+		       "module, in front of the loader's\n", nl, na);
+	}
 
 	pthread_barrier_wait(&loaded);
-	CHECK(pthread_create(&t, NULL, is_probe ? probe_thread : caller_thread,
-			     is_probe ? (void *)&probe_late : (void *)&caller_late) == 0,
-	      "pthread_create");
-	CHECK(pthread_join(e.t, NULL) == 0 && pthread_join(t, NULL) == 0, "pthread_join");
-
-	if (!is_probe) {
-		printf("thread created before the dlopen(): %lu API calls, vector values kept%s\n",
-		       caller_early.stats.calls, caller_early.first_access ?
-		       "; its TLS block was allocated inside the first one" : "");
-		printf("thread created after the dlopen(): %lu API calls, vector values kept%s\n",
-		       caller_late.stats.calls, caller_late.first_access ?
-		       "; its TLS block was allocated inside the first one" : "");
-		return 0;
-	}
-
-	report_probe("thread created before the dlopen()", &probe_early);
-	report_probe("thread created after the dlopen() ", &probe_late);
-#if defined(__x86_64__)
-	if (expect == PATH_STATIC) {
-		CHECK(probe_early.nchanged == 0 && probe_late.nchanged == 0,
-		      "the static-TLS resolver must keep every vector register");
-		return 0;
-	}
-	if (probe_early.nchanged == 0 && probe_late.nchanged == 0)
-		skip("the dynamic-TLS resolver of this libc kept every vector register: the "
-		     "hazard of glibc bug 31372 does not exist here, there is nothing to show");
-	printf("the hazard is real here: the resolver does not keep the vector registers "
-	       "that the TLSDESC convention promises\n");
-#else
-	CHECK(probe_early.nchanged == 0 && probe_late.nchanged == 0,
-	      "the %s-TLS resolver must keep every vector register: the aarch64 accessor "
-	      "relies on it", path_name(expect));
-#endif
+	CHECK(pthread_join(early.t, NULL) == 0, "pthread_join");
+	CHECK(pthread_create(&late.t, NULL, worker, &late) == 0, "pthread_create");
+	CHECK(pthread_join(late.t, NULL) == 0, "pthread_join");
+	report("before", &early);
+	report("after ", &late);
+	if (hostile)
+		printf("hostile resolver: %llu calls\n", (unsigned long long)hostile_count());
 	return 0;
 }
