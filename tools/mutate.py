@@ -121,6 +121,11 @@ MUTANTS = [
     Mutant("valid-check", "valid", "src/reader.c",
            "if (out->valid != 1)", "if (out->valid == 0)",
            READER, "a record whose valid is 2 is read"),
+    # The library never aborts, exits or prints.
+    Mutant("no-abort", "never aborts", "src/reader.c",
+           "\tif (out == NULL)\n\t\treturn OTEL_THREAD_CTX_ENULL;\n\trec =",
+           "\tif (out == NULL) {\n\t\textern void abort(void);\n\t\tabort();\n\t}\n\trec =",
+           ["no-abort-exit-print-writer"], "otel_thread_ctx_read(NULL) aborts"),
     # Thread exit: unpublish first, then free.
     Mutant("exit-free-order", "free order at thread exit", "src/thread_ctx.c",
            "\tpublish(t, NULL);\n\tt->ctx = NULL;\n\tif (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))\n"

@@ -20,6 +20,11 @@
       user's namespace.
   text-size LIB READELF LIMIT
       the .text section of LIB is at most LIMIT bytes (what a tracer maps).
+  imports LIB NM
+      LIB calls nothing that ends the process or writes to a file
+      descriptor: no abort, exit, assert, printf, puts, write, raise, no
+      fortify or stack-protector failure path (the libraries never abort,
+      exit or print).
 
 Every failure says what differs; missing input is a failure, never a pass.
 """
@@ -173,6 +178,33 @@ def text_size(lib, readelf, limit):
     print(f".text is {size} bytes ({size / 1024:.1f} KiB), at most {limit}")
 
 
+# What ends a process or prints: no library of the project may call it.
+FORBIDDEN = {
+    "abort", "exit", "_exit", "_Exit", "quick_exit", "raise",
+    "__assert_fail", "__assert_perror_fail", "__assert",
+    "printf", "vprintf", "fprintf", "vfprintf", "dprintf", "vdprintf",
+    "puts", "fputs", "fputc", "putc", "putchar", "fwrite", "fflush",
+    "perror", "psignal", "syslog", "vsyslog", "write", "writev",
+    "err", "errx", "warn", "warnx", "verr", "verrx", "vwarn", "vwarnx",
+    "error", "error_at_line", "__stack_chk_fail", "__chk_fail", "__fortify_fail",
+}
+
+
+def imports(lib, nm):
+    """LIB imports nothing that aborts, exits or prints."""
+    need_file(lib)
+    names = [line.split()[-1].split("@")[0]
+             for line in out([nm, "-D", "--undefined-only", lib]).splitlines() if line.strip()]
+    if not names:
+        raise Failure(f"nm lists no imports of {lib}")
+    bad = sorted(n for n in names
+                 if n in FORBIDDEN or (n.startswith("__") and n.endswith("_chk")))
+    if bad:
+        raise Failure(f"{os.path.basename(lib)} imports {', '.join(bad)}: "
+                      "a library of this project never aborts, exits or prints")
+    print(f"{len(names)} imports of {os.path.basename(lib)}, none that aborts, exits or prints")
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -191,6 +223,8 @@ def main(argv):
             static_namespace(*args)
         elif cmd == "text-size" and len(args) == 3:
             text_size(*args)
+        elif cmd == "imports" and len(args) == 2:
+            imports(*args)
         else:
             print(__doc__, file=sys.stderr)
             return 2
