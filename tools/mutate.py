@@ -121,6 +121,21 @@ MUTANTS = [
     Mutant("valid-check", "valid", "src/reader.c",
            "if (out->valid != 1)", "if (out->valid == 0)",
            READER, "a record whose valid is 2 is read"),
+    # No allocation and no lock where the header says so (the storm's
+    # handler runs these with both forbidden).
+    Mutant("alloc-span-id", "no allocation", "src/thread_ctx.c",
+           "\tif (!span_fits(ctx, span_id))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
+           "\tmemcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);\n\tswap_records(ctx);",
+           "\tif (!span_fits(ctx, span_id))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
+           "\t{ void *volatile scratch = malloc(16); free(scratch); }\n"
+           "\tmemcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);\n\tswap_records(ctx);",
+           STORM, "update_span_id allocates"),
+    Mutant("lock-key-count", "no lock", "src/keys.c",
+           "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\treturn visible_count();\n}",
+           "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\tunsigned int n;\n\n"
+           "\tpthread_mutex_lock(&lock);\n\tn = visible_count();\n\tpthread_mutex_unlock(&lock);\n"
+           "\treturn n;\n}",
+           STORM, "key_count takes the registry's lock"),
     # The library never aborts, exits or prints.
     Mutant("no-abort", "never aborts", "src/reader.c",
            "\tif (out == NULL)\n\t\treturn OTEL_THREAD_CTX_ENULL;\n\trec =",

@@ -186,6 +186,33 @@ int counting_malloc_forbid(int on)
 	return 1;
 }
 
+/*
+ * Locks, forbidden where allocation is: the library's functions documented
+ * as async-signal-safe take none.  The C library's own locking does not
+ * come through here (it uses internal names); the library's, and a static
+ * library's in this executable, does.
+ */
+#define FORBID_LOCK(name, params, args)                                         \
+	int name params                                                         \
+	{                                                                       \
+		static int(*real) params;                                       \
+                                                                                \
+		if (forbidden)                                                  \
+			die("counting-malloc: " #name "() where it is forbidden " \
+			    "(a signal handler)\n");                              \
+		if (real == NULL)                                               \
+			*(void **)&real = dlsym(RTLD_NEXT, #name);              \
+		if (real == NULL)                                               \
+			die("counting-malloc: no " #name "() to call\n");       \
+		return real args;                                               \
+	}
+
+FORBID_LOCK(pthread_mutex_lock, (pthread_mutex_t *m), (m))
+FORBID_LOCK(pthread_mutex_trylock, (pthread_mutex_t *m), (m))
+FORBID_LOCK(pthread_rwlock_rdlock, (pthread_rwlock_t *l), (l))
+FORBID_LOCK(pthread_rwlock_wrlock, (pthread_rwlock_t *l), (l))
+FORBID_LOCK(pthread_spin_lock, (pthread_spinlock_t *l), (l))
+
 struct start {
 	void *(*fn)(void *);
 	void *arg;

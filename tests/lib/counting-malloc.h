@@ -60,10 +60,11 @@ size_t counting_malloc_heap_bytes(void);
 int counting_malloc_check_slots(void *const *(*slot_of)(void));
 
 /*
- * Allocation forbidden on the calling thread while `on` (nesting is not
- * counted): any allocation or free it makes aborts the program with a
- * message.  For signal handlers that call the functions documented not to
- * allocate.  Returns 1 when the check is on, 0 where this allocator is not
+ * Allocation and locks forbidden on the calling thread while `on`
+ * (nesting is not counted): any allocation, free, or lock of a pthread
+ * mutex, rwlock or spinlock it makes aborts the program with a message.
+ * For signal handlers that call the functions documented not to allocate
+ * and to take no lock.  Returns 1 when the check is on, 0 where this allocator is not
  * in use.
  */
 int counting_malloc_forbid(int on);
