@@ -20,6 +20,8 @@
       user's namespace.
   text-size LIB READELF LIMIT
       the .text section of LIB is at most LIMIT bytes (what a tracer maps).
+  nodelete LIB READELF
+      LIB is marked DF_1_NODELETE: dlclose() never unloads it.
   imports LIB NM
       LIB calls nothing that ends the process or writes to a file
       descriptor: no abort, exit, assert, printf, puts, write, raise, no
@@ -205,6 +207,16 @@ def imports(lib, nm):
     print(f"{len(names)} imports of {os.path.basename(lib)}, none that aborts, exits or prints")
 
 
+def nodelete(lib, readelf):
+    """LIB carries DF_1_NODELETE (linked with -z nodelete)."""
+    need_file(lib)
+    m = re.search(r"\(FLAGS_1\)\s+Flags:([^\n]*)", out([readelf, "-dW", lib]))
+    if m is None or "NODELETE" not in m.group(1).split():
+        raise Failure(f"{os.path.basename(lib)} is not marked NODELETE: dlclose() may unload it "
+                      "while threads still publish through its slot")
+    print(f"{os.path.basename(lib)}: FLAGS_1{m.group(1)}")
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -223,6 +235,8 @@ def main(argv):
             static_namespace(*args)
         elif cmd == "text-size" and len(args) == 3:
             text_size(*args)
+        elif cmd == "nodelete" and len(args) == 2:
+            nodelete(*args)
         elif cmd == "imports" and len(args) == 2:
             imports(*args)
         else:
