@@ -66,13 +66,21 @@ MUTANTS = [
            "\twrite_ids(ctx->pub, trace_id, span_id, trace_flags);\n",
            STORM, "update_all writes the ids into the record already published"),
     Mutant("order-edit-in-place", "publication order", "src/thread_ctx.c",
-           "\tstruct otel_thread_ctx_record *d = ctx->draft;\n\tunsigned int edits = ctx->edits;\n",
-           "\tstruct otel_thread_ctx_record *d = ctx->pub;\n\tunsigned int edits = ctx->edits;\n",
+           "\tstruct otel_thread_ctx_record *d = ctx->draft;\n\tunsigned int edits = ctx->edits;\n\n"
+           "\tif (!edits) {",
+           "\tstruct otel_thread_ctx_record *d = ctx->pub;\n\tunsigned int edits = ctx->edits;\n\n"
+           "\tif (!edits) {",
            STORM + ["api-static"], "edits go to the published record (no pointer swap)"),
     Mutant("order-update-attach", "publication order", "src/thread_ctx.c",
            "\tif (commit_first) {\n\t\tcommit(ctx);\n\t}",
-           "\tif (commit_first) {\n\t\tt->ctx = ctx;\n\t\tpublish(t, ctx->draft);\n\t\tcommit(ctx);\n\t}",
-           STORM, "update_attach publishes the draft before committing it"),
+           "\tif (commit_first) {\n\t\t(void)0;\n\t}",
+           STORM, "update_attach publishes what was committed before, not the edits"),
+    # The compiler barriers around the slot's store (publish()).
+    Mutant("fence-publish", "fences", "src/thread_ctx.c",
+           "\t/* The record is complete before the slot can lead to it ... */\n"
+           "\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n",
+           "\t/* The record is complete before the slot can lead to it ... */\n",
+           STORM, "the compiler may sink the record's last stores below the slot's"),
     # Fences that the processor needs: only TSan sees them go.
     Mutant("fence-unhold", "fences", "src/thread_ctx.c",
            "__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL)",
@@ -97,7 +105,7 @@ MUTANTS = [
            "\tif (size != 0)",
            READER, "attrs_data_size over 612 is copied as is", nth=0),
     Mutant("bound-copy-avail", "bounds", "src/reader.c",
-           "\tif (size > avail)\n\t\tsize = avail;\n", "",
+           "\tif (size > avail)\n\t\tsize = avail;\n", "\tif (size > avail + 1)\n\t\tsize = avail;\n",
            READER + ["record-static"], "a record decoded from a short buffer is read past it"),
     Mutant("bound-capacity", "bounds", "src/thread_ctx.c",
            "\t\tif (size + ENTRY_HEADER + len > capacity)",
@@ -105,9 +113,8 @@ MUTANTS = [
            ["refusals-static"], "attributes one byte over the capacity are accepted"),
     # A refused call changes nothing.
     Mutant("refusal-copy-back", "refusal atomicity", "src/thread_ctx.c",
-           "\t\t\tif (edits)\n\t\t\t\totel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);\n"
-           "\t\t\telse\n",
-           "\t\t\tif (!edits)\n",
+           "\t\t\tif (edits)\n\t\t\t\totel__copy_bytes(",
+           "\t\t\tif (edits && p == NULL)\n\t\t\t\totel__copy_bytes(",
            ["refusals-static"], "a refused set_attrs leaves the draft half-written"),
     Mutant("refusal-stale", "refusal atomicity", "src/thread_ctx.c",
            "\t\t\telse\n\t\t\t\tctx->stale |= FIELD_ATTRS;\n", "\n",
@@ -115,7 +122,7 @@ MUTANTS = [
            "to be up to date"),
     Mutant("refusal-ids", "refusal atomicity", "src/thread_ctx.c",
            "\treturn no_trace == no_span && !(no_trace && trace_flags != 0);",
-           "\treturn !(no_trace && trace_flags != 0);",
+           "\treturn (no_trace == no_span || no_span) && !(no_trace && trace_flags != 0);",
            API, "a trace id without a span id (or the reverse) is accepted"),
     # The valid check.
     Mutant("valid-check", "valid", "src/reader.c",
@@ -144,9 +151,10 @@ MUTANTS = [
     # Thread exit: unpublish first, then free.
     Mutant("exit-free-order", "free order at thread exit", "src/thread_ctx.c",
            "\tpublish(t, NULL);\n\tt->ctx = NULL;\n\tif (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))\n"
-           "\t\tfree(ctx);\n",
-           "\tif (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))\n"
-           "\t\tfree(ctx);\n\tpublish(t, NULL);\n\tt->ctx = NULL;\n",
+           "\t\tfree(ctx);\n\telse\n\t\tlet_go(ctx, exiting);\n",
+           "\tif (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD)) {\n\t\tfree(ctx);\n"
+           "\t\tpublish(t, NULL);\n\t\tt->ctx = NULL;\n\t\treturn;\n\t}\n"
+           "\tpublish(t, NULL);\n\tt->ctx = NULL;\n\tlet_go(ctx, exiting);\n",
            ["thread-exit-static"], "a context handed to its thread is freed while the "
            "slot still points into it"),
     Mutant("exit-no-detach", "free order at thread exit", "src/thread_ctx.c",
@@ -155,8 +163,8 @@ MUTANTS = [
            ["thread-exit-static"], "a thread that exits attached keeps its claim"),
     # Ownership.
     Mutant("own-claim", "ownership", "src/thread_ctx.c",
-           "\treturn __atomic_compare_exchange_n(&ctx->owner, &seen, t->token, false,",
-           "\treturn seen == seen || __atomic_compare_exchange_n(&ctx->owner, &seen, t->token, false,",
+           "\tif (seen != 0 && live_token(seen))\n\t\treturn false;\n",
+           "",
            ["api-static", "attach-race"], "two threads attach one context"),
     Mutant("own-frozen-ref", "ownership", "src/thread_ctx.c",
            "\t\t\t__atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);\n\t\telse if",
