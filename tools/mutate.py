@@ -75,12 +75,6 @@ MUTANTS = [
            "\tif (commit_first) {\n\t\tcommit(ctx);\n\t}",
            "\tif (commit_first) {\n\t\t(void)0;\n\t}",
            STORM, "update_attach publishes what was committed before, not the edits"),
-    # The compiler barriers around the slot's store (publish()).
-    Mutant("fence-publish", "fences", "src/thread_ctx.c",
-           "\t/* The record is complete before the slot can lead to it ... */\n"
-           "\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n",
-           "\t/* The record is complete before the slot can lead to it ... */\n",
-           STORM, "the compiler may sink the record's last stores below the slot's"),
     # Fences that the processor needs: only TSan sees them go.
     Mutant("fence-unhold", "fences", "src/thread_ctx.c",
            "__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL)",
@@ -90,7 +84,8 @@ MUTANTS = [
     Mutant("fence-claim", "fences", "src/thread_ctx.c",
            "\t__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELEASE);",
            "\t__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELAXED);",
-           ["attach-race"], "giving a context back does not release its edits to "
+           ["attach-race", "thread-exit-static", "async-static", "api-static"],
+           "giving a context back does not release its edits to "
            "the next owner", build="tsan"),
     # Bounds: readers stay inside the record, whatever it says.
     Mutant("bound-entry-key", "bounds", "src/reader.c",
@@ -114,7 +109,7 @@ MUTANTS = [
     # A refused call changes nothing.
     Mutant("refusal-copy-back", "refusal atomicity", "src/thread_ctx.c",
            "\t\t\tif (edits)\n\t\t\t\totel__copy_bytes(",
-           "\t\t\tif (edits && p == NULL)\n\t\t\t\totel__copy_bytes(",
+           "\t\t\tif (edits & 0x40000000u)\n\t\t\t\totel__copy_bytes(",
            ["refusals-static"], "a refused set_attrs leaves the draft half-written"),
     Mutant("refusal-stale", "refusal atomicity", "src/thread_ctx.c",
            "\t\t\telse\n\t\t\t\tctx->stale |= FIELD_ATTRS;\n", "\n",
@@ -180,7 +175,7 @@ MUTANTS = [
            ["tlsdesc-golden"], "a byte between lea and call: no linker relaxes it"),
     Mutant("tlsdesc-vector", "TLSDESC bytes", "arch/x86_64/tlsdesc.h",
            ": \"cc\", \"xmm0\", \"xmm1\", \"xmm2\", \"xmm3\", \"xmm4\", \"xmm5\",",
-           ": \"cc\",", ["vector-caller-dynamic-tls"],
+           ": \"cc\",", ["vector-hostile-static-tls", "vector-hostile-dynamic-tls"],
            "the vector registers a dynamic-TLS resolver overwrites are not declared"),
 ]
 
