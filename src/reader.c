@@ -10,10 +10,11 @@
 #define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 
 /* Copies a header and what attrs_data_size says follows it, no more than
- * `avail` bytes of attributes and never more than the record holds. */
+ * `avail` bytes of attributes and never more than the record holds.  `src`
+ * is taken as bytes: a record to decode may lie at any address, and a
+ * struct pointer to it would claim the struct's alignment. */
 __attribute__((always_inline)) static inline int
-copy_record(const struct otel_thread_ctx_record *src, size_t avail,
-		       struct otel_thread_ctx_record *out)
+copy_record(const uint8_t *src, size_t avail, struct otel_thread_ctx_record *out)
 {
 	size_t size;
 
@@ -26,7 +27,7 @@ copy_record(const struct otel_thread_ctx_record *src, size_t avail,
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
 		size = OTEL_THREAD_CTX_ATTRS_MAX;
 	if (size != 0)
-		otel__copy_bytes(out->attrs_data, src->attrs_data, size);
+		otel__copy_bytes(out->attrs_data, src + HEADER_SIZE, size);
 	out->attrs_data_size = (uint16_t)size;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -40,7 +41,7 @@ OTEL_EXPORT int otel_thread_ctx_read(struct otel_thread_ctx_record *out)
 	rec = __atomic_load_n(otel__slot_in_effect(), __ATOMIC_RELAXED);
 	if (rec == NULL)
 		return OTEL_THREAD_CTX_ENOCTX;
-	return copy_record(rec, OTEL_THREAD_CTX_ATTRS_MAX, out);
+	return copy_record((const uint8_t *)rec, OTEL_THREAD_CTX_ATTRS_MAX, out);
 }
 
 OTEL_EXPORT int otel_thread_ctx_record_decode(const void *bytes, size_t len,
