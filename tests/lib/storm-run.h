@@ -331,7 +331,7 @@ static inline void storm_on_signal(int sig)
 		else
 			s->ok++;
 		if (path >= 0)
-			s->in_window[path]++;
+			__atomic_store_n(&s->in_window[path], s->in_window[path] + 1, __ATOMIC_RELAXED);
 	} else {
 		s->wrong++;
 		storm_describe(s, p);
