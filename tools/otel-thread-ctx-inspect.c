@@ -17,7 +17,7 @@
 
 #include <otel_thread_ctx_inspect.h>
 
-#include "utf8.h"
+#include "print.h"
 
 enum exit_code {
 	EXIT_OK = 0,
@@ -116,49 +116,6 @@ static int open_failed(pid_t pid, int rc)
 	return EXIT_FAILED;
 }
 
-static void hex(FILE *f, const uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%02x", b[i]);
-}
-
-/* A JSON string: UTF-8 passes through when valid, else bytes as \u00XX. */
-static void json_string(FILE *f, const void *s, size_t n)
-{
-	const unsigned char *p = s;
-	int utf8 = otel__utf8_valid(p, n);
-
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = p[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-/* Text for a table cell: printable ASCII and valid UTF-8 as is, the rest
- * as \xNN. */
-static void text_value(FILE *f, const void *s, size_t n)
-{
-	const unsigned char *p = s;
-	int utf8 = otel__utf8_valid(p, n);
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = p[i];
-
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (c >= 0x80 && !utf8))
-			fprintf(f, "\\x%02x", c);
-		else
-			fputc(c, f);
-	}
-}
-
 static int bad_thread(const struct otel_thread_ctx_inspect_thread *t)
 {
 	return t->status == OTEL_THREAD_CTX_EFAULT || t->status == OTEL_THREAD_CTX_EFORMAT ||
@@ -176,17 +133,7 @@ static void print_table(const otel_thread_ctx_inspector *insp,
 	else
 		printf(", no process context (%s)", otel_thread_ctx_inspect_strerror(info->process_ctx_status));
 	printf("\n");
-	for (size_t i = 0; i < info->module_count; i++) {
-		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
-
-		printf("  slot in %s: %s", m->path, otel_thread_ctx_inspect_model_name(m->model));
-		if (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-		    m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
-			printf(", module %" PRIu64 " offset %" PRIu64 "\n", m->module_id,
-			       m->dtv_offset);
-		else
-			printf(", thread pointer %+" PRId64 "\n", m->tp_offset);
-	}
+	tool_modules_table(info);
 	printf("%-8s %-16s %-32s %-16s %-2s %s\n", "TID", "NAME", "TRACE ID", "SPAN ID", "FL",
 	       "ATTRIBUTES");
 	for (size_t i = 0; i < n; i++) {
@@ -203,26 +150,11 @@ static void print_table(const otel_thread_ctx_inspector *insp,
 			printf(")\n");
 			continue;
 		}
-		hex(stdout, r->trace_id, 16);
+		tool_hex(r->trace_id, 16);
 		putchar(' ');
-		hex(stdout, r->span_id, 8);
+		tool_hex(r->span_id, 8);
 		printf(" %02x", r->trace_flags);
-		{
-			struct otel_thread_ctx_attr_iter it;
-			struct otel_thread_ctx_attr a;
-
-			/* Entries the key map does not name are ignored, as the
-			 * format requires of readers; their number is shown. */
-			otel_thread_ctx_attr_iter_init_map(&it, r, otel_thread_ctx_inspect_key_count(insp));
-			while (otel_thread_ctx_attr_iter_next(&it, &a)) {
-				printf(" %s=\"", otel_thread_ctx_inspect_key_name(insp, a.key));
-				text_value(stdout, a.value, a.len);
-				putchar('"');
-			}
-			if (it.unmapped != 0)
-				printf(" (%u attribute%s outside the key map)", it.unmapped,
-				       it.unmapped == 1 ? "" : "s");
-		}
+		tool_attrs_table(insp, r);
 		if (t->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED)
 			printf(" (attrs_data_size %u > 612)", t->attrs_data_size);
 		if (t->anomalies & OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY)
@@ -242,44 +174,30 @@ static void print_json(const otel_thread_ctx_inspector *insp,
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	printf("{\"pid\":%d,\"time_ns\":%lld,\"libc\":\"%s\",\"process_context\":%s,\"modules\":[",
+	printf("{\"pid\":%d,\"time_ns\":%lld,\"libc\":\"%s\",\"process_context\":%s,\"modules\":",
 	       (int)info->pid, (long long)now.tv_sec * 1000000000LL + now.tv_nsec,
 	       info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC ? "glibc" :
 	       info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_MUSL ? "musl" : "unknown",
 	       info->process_ctx != NULL ? "true" : "false");
-	for (size_t i = 0; i < info->module_count; i++) {
-		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
-
-		printf("%s{\"path\":", i ? "," : "");
-		json_string(stdout, m->path, strlen(m->path));
-		printf(",\"model\":\"%s\"", otel_thread_ctx_inspect_model_name(m->model));
-		if (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-		    m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
-			printf(",\"module_id\":%" PRIu64 ",\"offset\":%" PRIu64 "}", m->module_id,
-			       m->dtv_offset);
-		else
-			printf(",\"tp_offset\":%" PRId64 "}", m->tp_offset);
-	}
-	printf("],\"threads\":[");
+	tool_modules_json(info);
+	printf(",\"threads\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct otel_thread_ctx_inspect_thread *t = &th[i];
 		const struct otel_thread_ctx_record *r = &t->record;
 
 		printf("%s{\"tid\":%d,\"name\":", i ? "," : "", (int)t->tid);
-		json_string(stdout, t->name, strlen(t->name));
+		tool_json_string(t->name, strlen(t->name));
 		printf(",\"status\":\"%s\"", status_name(t->status));
 		if (t->status == OTEL_THREAD_CTX_OK || t->status == OTEL_THREAD_CTX_EFAULT ||
 		    t->status == OTEL_THREAD_CTX_EFORMAT || t->status == OTEL_THREAD_CTX_EINVALID)
 			printf(",\"record_address\":%" PRIu64, t->record_address);
 		if (t->status == OTEL_THREAD_CTX_OK) {
-			struct otel_thread_ctx_attr_iter it;
-			struct otel_thread_ctx_attr a;
 			int first = 1;
 
 			printf(",\"trace_id\":\"");
-			hex(stdout, r->trace_id, 16);
+			tool_hex(r->trace_id, 16);
 			printf("\",\"span_id\":\"");
-			hex(stdout, r->span_id, 8);
+			tool_hex(r->span_id, 8);
 			printf("\",\"trace_flags\":%u,\"attrs_data_size\":%u,\"anomalies\":[",
 			       r->trace_flags, t->attrs_data_size);
 			if (t->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED)
@@ -288,20 +206,8 @@ static void print_json(const otel_thread_ctx_inspector *insp,
 				printf("%s\"truncated-entry\"", first ? "" : ","), first = 0;
 			if (t->anomalies & OTEL_THREAD_CTX_INSPECT_HALF_IDS)
 				printf("%s\"half-ids\"", first ? "" : ","), first = 0;
-			printf("],\"attributes\":[");
-			first = 1;
-			otel_thread_ctx_attr_iter_init_map(&it, r, otel_thread_ctx_inspect_key_count(insp));
-			while (otel_thread_ctx_attr_iter_next(&it, &a)) {
-				const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
-
-				printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);
-				json_string(stdout, name, strlen(name));
-				printf(",\"value\":");
-				json_string(stdout, a.value, a.len);
-				putchar('}');
-				first = 0;
-			}
-			printf("],\"unmapped\":%u", it.unmapped);
+			printf("],\"attributes\":");
+			tool_attrs_json(insp, r);
 		}
 		putchar('}');
 	}

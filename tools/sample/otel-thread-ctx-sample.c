@@ -24,7 +24,7 @@
 #include <otel_thread_ctx_inspect.h>
 
 #include "sampler.h"
-#include "utf8.h"
+#include "print.h"
 
 enum exit_code {
 	EXIT_OK = 0,
@@ -205,49 +205,6 @@ static int cmp_thread(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-static void hex(const uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		printf("%02x", b[i]);
-}
-
-/* A JSON string: UTF-8 passes through when valid, else bytes as \u00XX. */
-static void json_string(const void *s, size_t n)
-{
-	const unsigned char *p = s;
-	int utf8 = otel__utf8_valid(p, n);
-
-	putchar('"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = p[i];
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-/* Text for a table cell: printable ASCII and valid UTF-8 as is, the rest
- * as \xNN. */
-static void text_value(const void *s, size_t n)
-{
-	const unsigned char *p = s;
-	int utf8 = otel__utf8_valid(p, n);
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = p[i];
-
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (c >= 0x80 && !utf8))
-			printf("\\x%02x", c);
-		else
-			putchar(c);
-	}
-}
-
 static const char *libc_name(uint32_t libc)
 {
 	return libc == OTEL_THREAD_CTX_BPF_LIBC_GLIBC ? "glibc" :
@@ -286,55 +243,6 @@ static void refresh_key_names(struct otel_sampler *s, struct thread **th, size_t
 	}
 }
 
-/* Starts a walk over r's attributes with the key map of the process the
- * inspector read (none: every index is outside it, and skipped, as OTEP
- * 4947 requires of readers). */
-static void attrs_init(struct otel_thread_ctx_attr_iter *it, const otel_thread_ctx_inspector *insp,
-		       const struct otel_thread_ctx_bpf_record *r)
-{
-	otel_thread_ctx_attr_iter_init_map(it, (const struct otel_thread_ctx_record *)r,
-					   insp != NULL ? otel_thread_ctx_inspect_key_count(insp) : 0);
-}
-
-static void print_attrs_table(const otel_thread_ctx_inspector *insp,
-			      const struct otel_thread_ctx_bpf_record *r)
-{
-	struct otel_thread_ctx_attr_iter it;
-	struct otel_thread_ctx_attr a;
-
-	attrs_init(&it, insp, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
-		printf(" %s=\"", otel_thread_ctx_inspect_key_name(insp, a.key));
-		text_value(a.value, a.len);
-		putchar('"');
-	}
-	if (it.unmapped != 0)
-		printf(" (%u attribute%s outside the key map)", it.unmapped,
-		       it.unmapped == 1 ? "" : "s");
-}
-
-static void print_attrs_json(const otel_thread_ctx_inspector *insp,
-			     const struct otel_thread_ctx_bpf_record *r)
-{
-	struct otel_thread_ctx_attr_iter it;
-	struct otel_thread_ctx_attr a;
-	int first = 1;
-
-	printf("[");
-	attrs_init(&it, insp, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
-		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
-
-		printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);
-		json_string(name, strlen(name));
-		printf(",\"value\":");
-		json_string(a.value, a.len);
-		putchar('}');
-		first = 0;
-	}
-	printf("],\"unmapped\":%u", it.unmapped);
-}
-
 struct run {
 	struct otel_sampler *s;
 	int json;
@@ -342,46 +250,6 @@ struct run {
 	const char *event;
 	double started;
 };
-
-static void print_modules_table(const struct otel_sampler_proc *p)
-{
-	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(p->insp);
-
-	if (info == NULL)
-		return;
-	for (size_t i = 0; i < info->module_count; i++) {
-		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
-
-		printf("  slot in %s: %s", m->path, otel_thread_ctx_inspect_model_name(m->model));
-		if (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-		    m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
-			printf(", module %" PRIu64 " offset %" PRIu64 "\n", m->module_id,
-			       m->dtv_offset);
-		else
-			printf(", thread pointer %+" PRId64 "\n", m->tp_offset);
-	}
-}
-
-static void print_modules_json(const struct otel_sampler_proc *p)
-{
-	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(p->insp);
-
-	printf(",\"modules\":[");
-	for (size_t i = 0; info != NULL && i < info->module_count; i++) {
-		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
-
-		printf("%s{\"path\":", i ? "," : "");
-		json_string(m->path, strlen(m->path));
-		printf(",\"model\":\"%s\"", otel_thread_ctx_inspect_model_name(m->model));
-		if (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-		    m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC)
-			printf(",\"module_id\":%" PRIu64 ",\"offset\":%" PRIu64 "}", m->module_id,
-			       m->dtv_offset);
-		else
-			printf(",\"tp_offset\":%" PRId64 "}", m->tp_offset);
-	}
-	printf("]");
-}
 
 /* Prints the report; returns 1 if some sample found a record that breaks
  * the format. */
@@ -431,7 +299,8 @@ static int report(struct run *r)
 			       libc_name(p->desc.libc),
 			       info != NULL && info->process_ctx != NULL ? "true" : "false",
 			       p->generation);
-			print_modules_json(p);
+			printf(",\"modules\":");
+			tool_modules_json(info);
 			printf("}\n");
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -439,7 +308,7 @@ static int report(struct run *r)
 			const struct otel_sampler_proc *p = otel_sampler_find(r->s, (pid_t)t->pid);
 
 			printf("{\"type\":\"thread\",\"pid\":%u,\"tid\":%u,\"name\":", t->pid, t->tid);
-			json_string(t->name, strlen(t->name));
+			tool_json_string(t->name, strlen(t->name));
 			printf(",\"samples\":%" PRIu64 ",\"context\":%" PRIu64 ",\"no_context\":%" PRIu64
 			       ",\"invalid\":%" PRIu64 ",\"oversized\":%" PRIu64
 			       ",\"unreadable\":%" PRIu64 ",\"misaligned\":%" PRIu64
@@ -452,12 +321,13 @@ static int report(struct run *r)
 			       t->by_status[OTEL_THREAD_CTX_BPF_EXITING], status_word(t->last_status));
 			if (t->has_record) {
 				printf(",\"record\":{\"trace_id\":\"");
-				hex(t->last.trace_id, 16);
+				tool_hex(t->last.trace_id, 16);
 				printf("\",\"span_id\":\"");
-				hex(t->last.span_id, 8);
+				tool_hex(t->last.span_id, 8);
 				printf("\",\"trace_flags\":%u,\"attrs_data_size\":%u,\"attributes\":",
 				       t->last.trace_flags, t->last.attrs_data_size);
-				print_attrs_json(p != NULL ? p->insp : NULL, &t->last);
+				tool_attrs_json(p != NULL ? p->insp : NULL,
+						(const struct otel_thread_ctx_record *)&t->last);
 				printf("}");
 			}
 			printf("}\n");
@@ -482,7 +352,7 @@ static int report(struct run *r)
 				       info->process_ctx->key_count);
 			else
 				printf(", no process context\n");
-			print_modules_table(p);
+			tool_modules_table(info);
 		}
 		printf("%-8s %-8s %-16s %8s %8s %8s %7s %9s %10s %-32s %-16s %-2s %s\n", "PID", "TID",
 		       "NAME", "SAMPLES", "CONTEXT", "NO-CTX", "INVALID", "OVERSIZED", "UNREADABLE",
@@ -497,11 +367,12 @@ static int report(struct run *r)
 			       no_context(t), t->by_status[OTEL_THREAD_CTX_BPF_INVALID],
 			       t->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED], unreadable(t));
 			if (t->has_record) {
-				hex(t->last.trace_id, 16);
+				tool_hex(t->last.trace_id, 16);
 				putchar(' ');
-				hex(t->last.span_id, 8);
+				tool_hex(t->last.span_id, 8);
 				printf(" %02x", t->last.trace_flags);
-				print_attrs_table(p != NULL ? p->insp : NULL, &t->last);
+				tool_attrs_table(p != NULL ? p->insp : NULL,
+						 (const struct otel_thread_ctx_record *)&t->last);
 			} else {
 				printf("(%s", status_word(t->last_status));
 				if (t->last_status == OTEL_THREAD_CTX_BPF_OVERSIZED)

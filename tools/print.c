@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What both tools print (print.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "print.h"
+#include "utf8.h"
+
+void tool_hex(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", b[i]);
+}
+
+void tool_json_string(const void *s, size_t n)
+{
+	const unsigned char *p = s;
+	int utf8 = otel__utf8_valid(p, n);
+
+	putchar('"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = p[i];
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+void tool_text_value(const void *s, size_t n)
+{
+	const unsigned char *p = s;
+	int utf8 = otel__utf8_valid(p, n);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = p[i];
+
+		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (c >= 0x80 && !utf8))
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
+static void attrs_init(struct otel_thread_ctx_attr_iter *it, const otel_thread_ctx_inspector *insp,
+		       const struct otel_thread_ctx_record *r)
+{
+	otel_thread_ctx_attr_iter_init_map(it, r,
+					   insp != NULL ? otel_thread_ctx_inspect_key_count(insp) : 0);
+}
+
+void tool_attrs_table(const otel_thread_ctx_inspector *insp,
+		      const struct otel_thread_ctx_record *r)
+{
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+
+	attrs_init(&it, insp, r);
+	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+		printf(" %s=\"", otel_thread_ctx_inspect_key_name(insp, a.key));
+		tool_text_value(a.value, a.len);
+		putchar('"');
+	}
+	if (it.unmapped != 0)
+		printf(" (%u attribute%s outside the key map)", it.unmapped,
+		       it.unmapped == 1 ? "" : "s");
+}
+
+void tool_attrs_json(const otel_thread_ctx_inspector *insp,
+		     const struct otel_thread_ctx_record *r)
+{
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+	int first = 1;
+
+	putchar('[');
+	attrs_init(&it, insp, r);
+	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
+
+		printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);
+		tool_json_string(name, strlen(name));
+		printf(",\"value\":");
+		tool_json_string(a.value, a.len);
+		putchar('}');
+		first = 0;
+	}
+	printf("],\"unmapped\":%u", it.unmapped);
+}
+
+static int dynamic(const struct otel_thread_ctx_inspect_module *m)
+{
+	return m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
+	       m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC;
+}
+
+void tool_modules_table(const struct otel_thread_ctx_inspect_info *info)
+{
+	for (size_t i = 0; info != NULL && i < info->module_count; i++) {
+		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
+
+		printf("  slot in %s: %s", m->path, otel_thread_ctx_inspect_model_name(m->model));
+		if (dynamic(m))
+			printf(", module %" PRIu64 " offset %" PRIu64 "\n", m->module_id,
+			       m->dtv_offset);
+		else
+			printf(", thread pointer %+" PRId64 "\n", m->tp_offset);
+	}
+}
+
+void tool_modules_json(const struct otel_thread_ctx_inspect_info *info)
+{
+	putchar('[');
+	for (size_t i = 0; info != NULL && i < info->module_count; i++) {
+		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
+
+		printf("%s{\"path\":", i ? "," : "");
+		tool_json_string(m->path, strlen(m->path));
+		printf(",\"model\":\"%s\"", otel_thread_ctx_inspect_model_name(m->model));
+		if (dynamic(m))
+			printf(",\"module_id\":%" PRIu64 ",\"offset\":%" PRIu64 "}", m->module_id,
+			       m->dtv_offset);
+		else
+			printf(",\"tp_offset\":%" PRId64 "}", m->tp_offset);
+	}
+	putchar(']');
+}
