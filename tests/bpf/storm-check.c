@@ -44,6 +44,7 @@
 #include "otel_thread_ctx.h"
 #include "records.h"
 #include "sampler.h"
+#include "testenv.h"
 
 #define MAX_WRITERS 16
 
@@ -195,45 +196,20 @@ static int parse_records(const char *line)
 	return 0;
 }
 
-static unsigned long env_ul(const char *name, unsigned long fallback)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long v;
-
-	if (s == NULL || *s == '\0')
-		return fallback;
-	v = strtoul(s, &end, 10);
-	return *end == '\0' && v > 0 ? v : fallback;
-}
-
-static unsigned long max_sample_rate(void)
-{
-	unsigned long v = 0;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
-
-	if (f != NULL) {
-		if (fscanf(f, "%lu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	struct otel_sampler_options o = { 0, 0, 16u << 20, 16 };
 	const char *expect = NULL;
 	struct otel_sampler *s = NULL;
 	const struct otel_sampler_proc *p;
-	unsigned long quota, signals = env_ul("OTEL_TEST_SIGNALS", 0);
+	unsigned long quota, max_frequency, signals = env_count("OTEL_TEST_SIGNALS", 0);
 	double max_seconds = 90, started, t, last_refresh;
 	int late = 0, rc, status, failures = 0, a;
 	char why[512], line[4096];
 	FILE *to, *from;
 	pid_t pid;
 
-	quota = env_ul("OTEL_TEST_BPF_SAMPLES", 0);
+	quota = env_count("OTEL_TEST_BPF_SAMPLES", 0);
 	if (quota == 0) {
 		quota = 250000;
 		/* The slow setups (valgrind, sanitizers, qemu) shrink the
@@ -241,7 +217,7 @@ int main(int argc, char **argv)
 		if (signals != 0 && signals < 100000)
 			quota = quota * signals / 100000;
 	}
-	o.frequency = (unsigned int)env_ul("OTEL_TEST_BPF_FREQUENCY", 40000);
+	o.frequency = (unsigned int)env_count("OTEL_TEST_BPF_FREQUENCY", 40000);
 	for (a = 1; a < argc && strcmp(argv[a], "--") != 0; a++) {
 		if (strcmp(argv[a], "--late") == 0)
 			late = 1;
@@ -267,8 +243,9 @@ int main(int argc, char **argv)
 		quota /= 5;
 	/* kernel.perf_event_max_sample_rate bounds the frequency, and the
 	 * kernel lowers it when samples take too long. */
-	if (max_sample_rate() != 0 && o.frequency > max_sample_rate())
-		o.frequency = (unsigned int)max_sample_rate();
+	max_frequency = otel_sampler_max_frequency();
+	if (max_frequency != 0 && o.frequency > max_frequency)
+		o.frequency = (unsigned int)max_frequency;
 
 	/* valgrind's memcheck (meson test --setup valgrind) cannot judge
 	 * libbpf: its bpf() wrapper checks whole bpf_attr unions, of which

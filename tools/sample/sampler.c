@@ -253,7 +253,7 @@ static long perf_event_open(struct perf_event_attr *attr, int cpu)
 	return syscall(SYS_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static unsigned long max_sample_rate(void)
+unsigned long otel_sampler_max_frequency(void)
 {
 	unsigned long v = 0;
 	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
@@ -284,6 +284,7 @@ int otel_sampler_start(struct otel_sampler *s, char *why, size_t whylen)
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		long fd = perf_event_open(&attr, cpu);
 		int e = errno;
+		unsigned long max;
 
 		if (fd < 0) {
 			if (e == ENODEV) /* offline */
@@ -299,11 +300,11 @@ int otel_sampler_start(struct otel_sampler *s, char *why, size_t whylen)
 				    strerror(e));
 				return OTEL_SAMPLER_EEVENT;
 			}
-			if (e == EINVAL && max_sample_rate() != 0 &&
-			    s->opt.frequency > max_sample_rate()) {
+			max = e == EINVAL ? otel_sampler_max_frequency() : 0;
+			if (max != 0 && s->opt.frequency > max) {
 				say(why, whylen,
 				    "%u Hz is above kernel.perf_event_max_sample_rate (%lu Hz)",
-				    s->opt.frequency, max_sample_rate());
+				    s->opt.frequency, max);
 				return OTEL_SAMPLER_EEVENT;
 			}
 			say(why, whylen, "perf_event_open() on CPU %d: %s", cpu, strerror(e));

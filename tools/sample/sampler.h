@@ -133,6 +133,10 @@ void otel_sampler_counters(const struct otel_sampler *s, uint64_t out[OTEL_SAMPL
 /* CPUs with a perf event. */
 unsigned int otel_sampler_cpus(const struct otel_sampler *s);
 
+/* kernel.perf_event_max_sample_rate, the highest frequency perf events may
+ * be asked for, in Hz; 0 if it cannot be read. */
+unsigned long otel_sampler_max_frequency(void);
+
 void otel_sampler_close(struct otel_sampler *s);
 
 #endif /* OTEL_SAMPLER_H */
