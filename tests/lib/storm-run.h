@@ -396,6 +396,18 @@ static inline struct otel_thread_ctx_record storm_now(const struct storm *s)
 	return s->images[s->committed].rec;
 }
 
+/* Writes record n into ctx's draft, and names it as what `path` commits
+ * next (r: the record). */
+static inline int storm_draft(struct storm *s, int path, otel_thread_ctx *ctx, uint64_t n,
+			      struct otel_thread_ctx_record *r)
+{
+	int rc = storm_write_draft(ctx, n);
+
+	storm_expected(n, r);
+	storm_expect(s, path, r);
+	return rc;
+}
+
 /*
  * The writer thread: commits a new record by each path in turn until
  * s->stop, naming each commit before it makes it.  `cur` is the context
@@ -420,9 +432,7 @@ static inline void *storm_writer(void *arg)
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_create_with)(&other, &small);
 	if (rc == 0)
-		rc = storm_write_draft(cur, n);
-	storm_expected(n, &r);
-	storm_expect(s, STORM_UPDATE_ATTACH, &r);
+		rc = storm_draft(s, STORM_UPDATE_ATTACH, cur, n, &r);
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
 	storm_committed(s);
@@ -443,9 +453,7 @@ static inline void *storm_writer(void *arg)
 		storm_begin(s, path);
 		switch (path) {
 		case STORM_UPDATE:
-			rc = storm_write_draft(cur, n);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
+			rc = storm_draft(s, path, cur, n, &r);
 			if (rc == 0)
 				rc = STORM_CALL(otel_thread_ctx_update)(cur);
 			break;
@@ -477,9 +485,7 @@ static inline void *storm_writer(void *arg)
 				rc = STORM_CALL(otel_thread_ctx_update)(cur);
 			break;
 		case STORM_UPDATE_ATTACH:
-			rc = storm_write_draft(other, n);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
+			rc = storm_draft(s, path, other, n, &r);
 			if (rc == 0)
 				rc = STORM_CALL(otel_thread_ctx_update_attach)(other, &prev);
 			if (rc == 0)
@@ -501,9 +507,7 @@ static inline void *storm_writer(void *arg)
 			rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
 			storm_committed(s);
 			if (rc == 0)
-				rc = storm_write_draft(cur, n);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
+				rc = storm_draft(s, path, cur, n, &r);
 			if (rc == 0)
 				rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
 			break;
@@ -512,9 +516,7 @@ static inline void *storm_writer(void *arg)
 			rc = STORM_CALL(otel_thread_ctx_invalidate)(cur);
 			storm_committed(s);
 			if (rc == 0)
-				rc = storm_write_draft(cur, n);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
+				rc = storm_draft(s, path, cur, n, &r);
 			if (rc == 0)
 				rc = STORM_CALL(otel_thread_ctx_update)(cur);
 			break;
@@ -544,9 +546,7 @@ static inline void *storm_writer(void *arg)
 			if (rc != 0)
 				break;
 			n++;
-			rc = storm_write_draft(cur, n);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
+			rc = storm_draft(s, path, cur, n, &r);
 			if (rc == 0)
 				rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
 			break;
