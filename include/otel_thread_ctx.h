@@ -12,41 +12,38 @@
  *
  * Model
  * -----
- * A context (otel_thread_ctx) is an object the caller creates.  It holds two
- * records: the published one, which readers may be looking at, and a draft.
- * The setters (otel_thread_ctx_set_*, _remove_attr, _clear*) edit the draft
- * only; nothing a reader can see changes until the edits are committed by
- * otel_thread_ctx_update() or otel_thread_ctx_update_attach().  A commit turns
- * the draft into the published record and, when the context is attached to
- * the calling thread, moves the thread's slot to it with a single pointer
- * store.  A reader interrupting the thread at any instruction therefore sees
- * no record, the complete old one or the complete new one, and never a record
- * whose valid byte is not 1: records are published by pointer swap only.
+ * A thread's record is written by that thread only (OTEP 4947).  Each
+ * thread that publishes has two records of its own, taken when it first
+ * publishes and given back when it exits: the one its slot points to and a
+ * draft.  Every publishing call writes the draft, then makes it the
+ * published record with one pointer store, so that a reader interrupting the
+ * thread at any instruction sees no record, the whole old one or the whole
+ * new one, and never a record whose valid byte is not 1 (records are
+ * published by pointer swap only; valid is always 1).
  *
- * Ownership
- * ---------
- * The caller that creates a context holds it until it calls
- * otel_thread_ctx_destroy().  Attaching lends it to a thread: while attached,
- * it belongs to that thread, and other threads can neither attach, edit,
- * commit, invalidate nor destroy it (OTEL_THREAD_CTX_EBUSY; the claim is
- * atomic, so of two threads attaching one context exactly one succeeds).
- * The attach that replaces it, or otel_thread_ctx_detach(), hands it back.
+ * A context (otel_thread_ctx) is a value: ids, trace flags and attributes,
+ * and nothing of any thread.  otel_thread_ctx_attach() copies what it holds
+ * into the calling thread's draft and publishes that; no slot ever leads
+ * into a context.  So any number of threads may attach one context at once,
+ * each publishing its own copy, and a context may be edited, handed to
+ * another thread, attached again or destroyed whenever its owner likes: what
+ * threads publish does not change until they publish again.  A context is
+ * read by attach, update, copy and get, and written by the setters, copy
+ * (its destination), save and detach (their `saved`): like any value, it
+ * may be read by several threads at once, and written by one thread while
+ * no other uses it.
  *
- * A thread that exits with a context attached unpublishes it and hands it
- * back to its holder, who destroys it when it wants, before or after the
- * thread is gone: the context stays valid until then, in whatever order
- * thread exit and the holder's cleanup run (a pthread-key destructor of the
- * holder, a finalizer of a managed runtime on another thread).  destroy()
- * called on the thread the context is attached to unpublishes it first.
- * A context created with OTEL_THREAD_CTX_FREE_WITH_THREAD is instead given
- * to the thread it is attached to: if that thread exits with it attached,
- * the library frees it, and the caller must not use it afterwards.  Either
- * way nothing stays behind for an exited thread when the holder follows its
- * rule (destroy, or FREE_WITH_THREAD), and the slot never points to freed
- * memory.
+ * What a thread published before is given back as a value too: attach and
+ * detach copy it into a context the caller provides (`saved`), which puts it
+ * back later with otel_thread_ctx_update(saved).  A scope therefore restores
+ * exactly what it replaced, whatever happened meanwhile to the contexts
+ * involved.  A saved "nothing published" is a context that holds no record:
+ * attaching it unpublishes.
  *
- * A context is not itself thread-safe: edit it from one thread at a time,
- * and while it is attached, only from the thread it is attached to.
+ * The fast paths of a tracer change the calling thread's own record with no
+ * context at all: otel_thread_ctx_update_span_id() (a child span),
+ * _update_trace_flags() (the sampling decision) and _update_all() (a new
+ * request).  They copy only what changed since the thread's last publication.
  *
  * Other definitions of the slot
  * -----------------------------
@@ -60,48 +57,59 @@
  * static library always uses its own definition, which in an executable is
  * the one in effect.)
  *
+ * Threads and memory
+ * ------------------
+ * A thread's two records (1,280 bytes) come from a pool the library maps
+ * with mmap(), without malloc and without a lock, the first time the thread
+ * publishes; the thread's exit unpublishes and gives them back to the pool,
+ * so an exiting thread leaves nothing behind.  Only otel_thread_ctx_create()
+ * and _create_with() allocate with malloc(), and only
+ * otel_thread_ctx_destroy() frees.
+ *
  * Unloading
  * ---------
  * The shared library is never unloaded (-z nodelete).  A shared object that
  * links the static library may be dlclose()d: it unregisters the thread-exit
  * cleanup first, so threads may exit and the process fork afterwards.
- * Detach every context from every thread before unloading it.
+ * Detach every thread before unloading it; the pool of records stays mapped.
  *
  * Signals and locks
  * -----------------
- * The functions that publish and read thread contexts take no lock.  attach,
- * update, update_attach, update_span_id, update_all, detach, invalidate,
- * current, the setters and the readers never allocate and are
- * async-signal-safe, with two limits that come from the platform, not from
- * this library: the first attach on each thread registers the thread-exit
- * cleanup with pthread_setspecific(), a plain store in glibc (for the first 32
- * keys of a process; the library creates its key when it is loaded) and in
- * musl; and when the library was dlopen()ed into dynamic TLS, the loader may
- * allocate the thread's TLS block on the thread's first call into the library.
- * A signal handler that interrupts one of these calls on the same thread may
- * read the slot at any time, but must not itself change that thread's
- * attachment or edit the context being changed.  Of the thread-context
- * functions, only otel_thread_ctx_create() and _create_with() allocate, and
- * only otel_thread_ctx_destroy() and thread exit (FREE_WITH_THREAD) free.  Registering an attribute
- * key, publishing the process context (otel_thread_ctx_process.h) and
- * otel_thread_ctx_self_check() are start-up work: they may lock and
+ * No function that publishes or reads thread contexts takes a lock or
+ * calls malloc(), and none of the publishing paths uses an atomic
+ * read-modify-write instruction (the first publication of a thread takes
+ * its records from the pool with one compare-and-swap).  attach, update,
+ * detach, save, the update_* fast paths, the setters, copy, get and the
+ * readers are async-signal-safe, with two limits that come from the
+ * platform, not from this library: the first publication of each thread
+ * registers the thread-exit cleanup with pthread_setspecific(), a plain
+ * store in glibc (for the first 32 keys of a process; the library creates
+ * its key when it is loaded) and in musl; and when the library was
+ * dlopen()ed into dynamic TLS, the loader may allocate the thread's TLS block
+ * on the thread's first call into the library.  A signal handler that
+ * interrupts one of these calls on the same thread may read the slot at any
+ * time, but must not itself publish on that thread.  Registering an
+ * attribute key, publishing the process context (otel_thread_ctx_process.h)
+ * and otel_thread_ctx_self_check() are start-up work: they may lock and
  * allocate, as each one's comment says.
  *
  * fork()
  * ------
- * In the child, the thread that called fork() keeps its attached context: the
- * same pointer, the same record, still attached and still owned by it.
- * Contexts that were attached to other threads of the parent are, in the
- * child, detached: the child may destroy them or attach them.  (The library
- * learns of the fork through pthread_atfork(); a child made by vfork() or a
- * raw clone() system call must only exec or _exit.)
+ * In the child, the thread that called fork() keeps publishing what it
+ * published, from the same records.  The records of the parent's other
+ * threads go back to the pool.  (The library learns of the fork through
+ * pthread_atfork(); a child made by vfork() or a raw clone() system call
+ * must only exec or _exit.)
  *
  * Errors
  * ------
  * Every function that can fail returns OTEL_THREAD_CTX_OK (0) or a negative
- * enum otel_thread_ctx_error.  A call that fails changes nothing: neither the
- * published record, nor the draft, nor any thread's slot.  The library never
- * aborts, exits or prints.
+ * enum otel_thread_ctx_error, and checks in one order: missing pointers
+ * (ENULL); then what the arguments alone get wrong (EOPTIONS, EKEY, EVALUE,
+ * EUTF8, EDUPKEY, EIDS for ids given together); then what the state they
+ * meet gets wrong (ENOCTX, EIDS against the ids already there, ENOSPC); then
+ * resources (ENOMEM, ETHREAD).  A call that fails changes nothing: no
+ * context, no record, no slot.  The library never aborts, exits or prints.
  */
 #ifndef OTEL_THREAD_CTX_H
 #define OTEL_THREAD_CTX_H
@@ -174,7 +182,7 @@ extern __thread const struct otel_thread_ctx_record *otel_thread_ctx_v1;
 
 /*
  * Return values.  Stable: new codes are only ever added.  A code named after
- * an errno equals its negation (OTEL_THREAD_CTX_EBUSY == -EBUSY, on every
+ * an errno equals its negation (OTEL_THREAD_CTX_ENOSPC == -ENOSPC, on every
  * Linux architecture); the library's own conditions have codes from -4001
  * down, with names no errno has.  The reading side of another process
  * (otel_thread_ctx_inspect.h) adds its own codes, from -4101 down.
@@ -186,9 +194,6 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_E2BIG = -7,
 	/* -ENOMEM: out of memory. */
 	OTEL_THREAD_CTX_ENOMEM = -12,
-	/* -EBUSY: the context is attached to another thread (every function
-	 * that takes a context, destroy included). */
-	OTEL_THREAD_CTX_EBUSY = -16,
 	/* -ENOSPC: the attributes would need more bytes than the context's
 	 * capacity (OTEL_THREAD_CTX_ATTRS_MAX unless created smaller). */
 	OTEL_THREAD_CTX_ENOSPC = -28,
@@ -204,13 +209,11 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_EVALUE = -4004,
 	/* Attribute value is not valid UTF-8. */
 	OTEL_THREAD_CTX_EUTF8 = -4005,
-	/* attach: the context has edits that are not committed; publishing it
-	 * would show older data than it holds.  Use update_attach. */
-	OTEL_THREAD_CTX_EPENDING = -4006,
 	/* The thread-exit cleanup could not be set up (no pthread key was
-	 * available), so attaching would leak at thread exit. */
+	 * available), so publishing would leak at thread exit. */
 	OTEL_THREAD_CTX_ETHREAD = -4007,
-	/* Readers: the thread publishes no context (the slot is NULL). */
+	/* The thread publishes no context (the slot is NULL), or a context
+	 * holds no record. */
 	OTEL_THREAD_CTX_ENOCTX = -4008,
 	/* Readers: the record's valid byte is not 1; ignore the record. */
 	OTEL_THREAD_CTX_EINVALID = -4009,
@@ -240,14 +243,10 @@ enum otel_thread_ctx_error {
 	OTEL_THREAD_CTX_ESYS = -4019,
 	/* otel_thread_ctx_set_attrs(): the same key twice. */
 	OTEL_THREAD_CTX_EDUPKEY = -4020,
-	/* Options out of range: otel_thread_ctx_create_with() (size too
-	 * small, an unknown flag, attrs_capacity above
-	 * OTEL_THREAD_CTX_ATTRS_MAX), otel_thread_ctx_process_publish_with()
-	 * (size too small, an unknown schema or fork value). */
+	/* Options out of range: a size below sizeof(size_t), non-zero bytes
+	 * past the fields this version knows, or a field out of range
+	 * (otel_thread_ctx_create_with(), otel_thread_ctx_process_publish_with()). */
 	OTEL_THREAD_CTX_EOPTIONS = -4021,
-	/* The context is frozen (otel_thread_ctx_freeze()): it cannot be
-	 * edited, committed or invalidated any more. */
-	OTEL_THREAD_CTX_EFROZEN = -4022,
 };
 
 /* A static, English description of an error code of this header; never
@@ -257,8 +256,8 @@ const char *otel_thread_ctx_strerror(int error);
 typedef struct otel_thread_ctx otel_thread_ctx;
 
 /* One attribute: `len` bytes of UTF-8 at `value`.  The readers return these
- * (value then points into the record); otel_thread_ctx_set_attrs() takes
- * them. */
+ * (value then points into the record); otel_thread_ctx_set_attrs() and
+ * otel_thread_ctx_update_all() take them. */
 struct otel_thread_ctx_attr {
 	unsigned int key;
 	unsigned int len;
@@ -266,55 +265,61 @@ struct otel_thread_ctx_attr {
 };
 
 /*
- * Allocates a context whose published record is valid and empty (no ids, no
- * attributes), with room for OTEL_THREAD_CTX_ATTRS_MAX bytes of attributes,
- * and stores it in *ctx; the caller holds it (see "Ownership").  Of the
- * thread-context functions only create and create_with allocate.
- * Errors: ENULL, ENOMEM.  Not async-signal-safe.
+ * Contexts
+ * --------
+ */
+
+/*
+ * Allocates an empty context (a valid record with no ids and no attributes)
+ * with room for OTEL_THREAD_CTX_ATTRS_MAX bytes of attributes, and stores it
+ * in *ctx.  Errors: ENULL, ENOMEM.  Not async-signal-safe.
  */
 int otel_thread_ctx_create(otel_thread_ctx **ctx);
 
-/* Creation flag: the thread a context is attached to when it exits frees
- * it (see "Ownership"). */
-#define OTEL_THREAD_CTX_FREE_WITH_THREAD 0x1u
-
-/* Options of otel_thread_ctx_create_with().  Start from
- * OTEL_THREAD_CTX_OPTIONS_INIT, which gives create()'s defaults, so that a
- * later version may add fields. */
+/*
+ * Options of otel_thread_ctx_create_with().  Start from
+ * OTEL_THREAD_CTX_OPTIONS_INIT.  `size` is what the caller was built with:
+ * a smaller size (a caller built against an older version) gives the fields
+ * it does not reach their defaults; a larger one (a newer caller) is
+ * accepted only when every byte past the fields this library knows is zero,
+ * and is refused with EOPTIONS otherwise, so that an option this version
+ * does not understand is never dropped silently.
+ */
 struct otel_thread_ctx_options {
-	/* sizeof(struct otel_thread_ctx_options). */
+	/* sizeof(struct otel_thread_ctx_options) as the caller knows it; at
+	 * least sizeof(size_t). */
 	size_t size;
-	/* OTEL_THREAD_CTX_FREE_WITH_THREAD, or 0. */
-	unsigned int flags;
-	/* Bytes of attribute entries the context's records can hold, 0 to
-	 * OTEL_THREAD_CTX_ATTRS_MAX: 0 for a context with ids only.  Its
-	 * records take 28 bytes plus this, and setters that would go past it
-	 * fail with ENOSPC. */
+	/* Bytes of attribute entries the context can hold, 0 to
+	 * OTEL_THREAD_CTX_ATTRS_MAX (the default): 0 for a context with ids
+	 * only, which then takes 36 bytes.  Setters that would go past it fail
+	 * with ENOSPC. */
 	unsigned int attrs_capacity;
+	/* 0.  (A field of a later version: the struct has no padding, so that
+	 * every byte past what a version knows can be checked.) */
+	unsigned int reserved;
 };
 
 #define OTEL_THREAD_CTX_OPTIONS_INIT                                            \
-	{ sizeof(struct otel_thread_ctx_options), 0, OTEL_THREAD_CTX_ATTRS_MAX }
+	{ sizeof(struct otel_thread_ctx_options), OTEL_THREAD_CTX_ATTRS_MAX, 0 }
 
 /*
  * otel_thread_ctx_create() with options; NULL options are the defaults.
- * Errors: ENULL, EOPTIONS, ENOMEM.  Not async-signal-safe.
+ * Errors: ENULL, EOPTIONS (size below sizeof(size_t), reserved or unknown
+ * bytes not zero, attrs_capacity above OTEL_THREAD_CTX_ATTRS_MAX), ENOMEM.
+ * Not async-signal-safe.
  */
 int otel_thread_ctx_create_with(otel_thread_ctx **ctx,
 				const struct otel_thread_ctx_options *options);
 
-/*
- * Frees a context.  NULL is accepted and does nothing.  A context attached
- * to the calling thread is unpublished first.
- * Errors: EBUSY if the context is attached to another thread (nothing
- * changes).  Not async-signal-safe.
- */
-int otel_thread_ctx_destroy(otel_thread_ctx *ctx);
+/* Frees a context; NULL does nothing.  Threads that attached it keep
+ * publishing their copies.  Not async-signal-safe. */
+void otel_thread_ctx_destroy(otel_thread_ctx *ctx);
 
 /*
- * Draft setters.  They change what the next commit publishes and nothing
- * else.  All are async-signal-safe and do not allocate, and all fail with
- * EBUSY, changing nothing, on a context attached to another thread.
+ * Setters.  Each changes the context and nothing else: threads that attached
+ * it publish the change only when they attach it again.  All are
+ * async-signal-safe and do not allocate.  A context that holds no record (a
+ * saved "nothing published") holds an empty one after a setter succeeds.
  */
 
 /* Sets both ids and the trace flags.  Both ids all zero (with flags 0) clears
@@ -340,7 +345,7 @@ int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx);
  * (otel_thread_ctx_key_register()) before using its index.  An existing
  * entry for the key is replaced in place, so a record never holds a key
  * twice.
- * Errors: ENULL, EKEY, EVALUE, EUTF8, ENOSPC.
+ * Errors: ENULL (ctx, or value with len > 0), EKEY, EVALUE, EUTF8, ENOSPC.
  */
 int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 			     const void *value, size_t len);
@@ -357,125 +362,94 @@ int otel_thread_ctx_clear(otel_thread_ctx *ctx);
  * otel_thread_ctx_set_attr() checks one; keys must be distinct; together they
  * must fit in the context's capacity.  n == 0 (attrs may then be NULL)
  * removes all.
- * Errors: ENULL, EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC.
+ * Errors: ENULL (ctx, attrs with n > 0, a value with len > 0), EKEY, EVALUE,
+ * EUTF8, EDUPKEY, ENOSPC.
  */
 int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx, const struct otel_thread_ctx_attr *attrs,
 			      size_t n);
 
 /*
- * Publishes `ctx` on the calling thread and stores in *prev the context it
- * replaces (NULL if none); the caller holds *prev again.  If ctx is already
- * attached to the calling thread nothing changes and *prev is ctx.  The
- * claim on ctx is atomic: when threads race to attach one context, one
- * succeeds and the others fail with EBUSY.
- * Errors: ENULL; EPENDING when ctx has uncommitted edits; EBUSY when ctx is
- * attached to another thread; ETHREAD.
+ * Makes `dst` hold what `src` holds (a task that inherits its parent's
+ * context).  Errors: ENULL; ENOSPC when src's attributes do not fit in dst's
+ * capacity.  Async-signal-safe.
  */
-int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev);
+int otel_thread_ctx_copy(otel_thread_ctx *dst, const otel_thread_ctx *src);
 
 /*
- * Commits the draft of `ctx`: it becomes the published record.  If ctx is
- * attached to the calling thread, the thread publishes the new record with
- * one pointer store.  A context that was invalidated becomes valid again.
- * Errors: ENULL; EBUSY when ctx is attached to another thread.
+ * Copies what ctx holds into *out, as the record a thread attaching it
+ * publishes: the 28-byte header (valid is 1), then attrs_data_size bytes of
+ * attributes; the rest of out->attrs_data is left as it was.
+ * Errors: ENULL; ENOCTX when ctx holds no record (a saved "nothing
+ * published").  Async-signal-safe.
  */
-int otel_thread_ctx_update(otel_thread_ctx *ctx);
+int otel_thread_ctx_get(const otel_thread_ctx *ctx, struct otel_thread_ctx_record *out);
 
 /*
- * otel_thread_ctx_set_span_id() and otel_thread_ctx_update() in one call, the
- * step a tracer takes at every child span.  Errors: ENULL; EBUSY when ctx is
- * attached to another thread; EIDS when the span id is all zero or there is
- * no trace id.
+ * Publishing on the calling thread
+ * --------------------------------
+ * Each function here acts on the calling thread's slot and records only.
+ * The first publication of a thread registers its exit cleanup and takes
+ * its records from the pool: it may fail with ENOMEM (no memory for the
+ * pool) or ETHREAD (no pthread key); later ones cannot.
  */
-int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8]);
 
 /*
- * otel_thread_ctx_set_trace_flags() and otel_thread_ctx_update() in one
- * call: the step a tracer takes when the sampling decision arrives after
- * the span was published.  Errors: ENULL; EFROZEN; EBUSY when ctx is
- * attached to another thread; EIDS when the flags are non-zero and there
- * are no ids.
+ * Publishes, on the calling thread, a copy of what ctx holds (with one
+ * pointer store).  When `saved` is not NULL, it receives what the thread
+ * published before (or "nothing published"), to be put back later with
+ * otel_thread_ctx_update(saved); saved may be ctx itself.  A ctx that holds
+ * no record unpublishes.
+ * Errors: ENULL (ctx); ENOSPC when saved's capacity is smaller than the
+ * attributes the thread publishes; ENOMEM, ETHREAD.
  */
-int otel_thread_ctx_update_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags);
+int otel_thread_ctx_attach(const otel_thread_ctx *ctx, otel_thread_ctx *saved);
 
 /*
- * otel_thread_ctx_set_ids(), otel_thread_ctx_set_attrs() and
- * otel_thread_ctx_update() in one call, with every argument checked before
- * anything changes: the step a tracer takes when a thread starts work on a
- * new request.  Errors: those of the three; EBUSY when ctx is attached to
- * another thread.
+ * otel_thread_ctx_attach(ctx, NULL): the calling thread publishes what ctx
+ * holds now, in place of whatever it published.  Errors: ENULL; ENOMEM,
+ * ETHREAD.
  */
-int otel_thread_ctx_update_all(otel_thread_ctx *ctx, const uint8_t trace_id[16],
-			       const uint8_t span_id[8], uint8_t trace_flags,
-			       const struct otel_thread_ctx_attr *attrs, size_t n);
+int otel_thread_ctx_update(const otel_thread_ctx *ctx);
 
 /*
- * otel_thread_ctx_update() and otel_thread_ctx_attach() in one step, with a
- * single store to the slot: the thread goes from publishing *prev straight to
- * publishing ctx's new record, and never shows ctx's older data.
- * Errors: ENULL; EBUSY when ctx is attached to another thread; ETHREAD.
+ * Unpublishes: the calling thread's slot becomes NULL.  When `saved` is not
+ * NULL it receives what the thread published (see attach).
+ * Errors: ENOSPC (as attach).
  */
-int otel_thread_ctx_update_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev);
+int otel_thread_ctx_detach(otel_thread_ctx *saved);
 
 /*
- * Unpublishes: the calling thread's slot becomes NULL, and *prev receives the
- * context that was attached (NULL if none), owned by the caller again.
- * Errors: ENULL.
+ * Copies what the calling thread publishes into `saved` (or "nothing
+ * published") and changes nothing else.  Errors: ENULL; ENOSPC (as attach).
  */
-int otel_thread_ctx_detach(otel_thread_ctx **prev);
+int otel_thread_ctx_save(otel_thread_ctx *saved);
 
 /*
- * Withdraws what `ctx` publishes without detaching or freeing it: a thread
- * that has it attached publishes nothing (its slot is NULL) until the next
- * otel_thread_ctx_update() or _update_attach() of ctx, which publishes its
- * record again, with or without new edits.  Attaching it meanwhile publishes
- * nothing either.  Records are only ever published by pointer swap: no
- * published record is marked invalid in place (the format asks a writer to
- * use one method).
- * Errors: ENULL; EBUSY when ctx is attached to another thread.
+ * A child span: the calling thread publishes its record with this span id.
+ * Errors: ENULL; EIDS when the span id is all zero; ENOCTX when the thread
+ * publishes nothing; EIDS when its record has no trace id.
  */
-int otel_thread_ctx_invalidate(otel_thread_ctx *ctx);
+int otel_thread_ctx_update_span_id(const uint8_t span_id[8]);
 
 /*
- * Shared contexts
- * ---------------
- * A runtime with user-level tasks (async Rust, asyncio, fibers, an M:N
- * scheduler) may run one task's context on several threads at once.
- * otel_thread_ctx_freeze() commits what ctx holds and makes it immutable
- * and shared: any number of threads may then attach it at the same time
- * (attach and update_attach never refuse it), each holding a reference,
- * as does the caller; destroy() gives up the caller's reference only, and
- * detach, an attach that replaces it, or thread exit give up a thread's.
- * The last holder to let go frees it.  A reference dropped by detach or
- * attach (which stay async-signal-safe and take no lock) does not call
- * free(): the context is freed by the next create, destroy or thread exit
- * of any thread.  Setters, commits and invalidate fail with EFROZEN; to
- * change what a task publishes, freeze a new context.  Destroy a frozen
- * context once, as any other.  In the child of a fork(), a frozen context
- * that threads of the parent had attached keeps their references: it is
- * not freed there.
- *
- * Errors: ENULL; EBUSY when ctx is attached to another thread; EOPTIONS
- * for a context created with OTEL_THREAD_CTX_FREE_WITH_THREAD (it belongs
- * to one thread).  Freezing a frozen context does nothing.
- * Async-signal-safe.
+ * The sampling decision, when it comes after the span was published: the
+ * calling thread publishes its record with these trace flags.
+ * Errors: ENOCTX when the thread publishes nothing; EIDS when the flags are
+ * non-zero and its record has no ids.
  */
-int otel_thread_ctx_freeze(otel_thread_ctx *ctx);
+int otel_thread_ctx_update_trace_flags(uint8_t trace_flags);
 
 /*
- * Copies what ctx has committed (ids, flags, attributes: its published
- * record, even while invalidated) into *out: the 28-byte header, with valid
- * set to 1, then attrs_data_size bytes of attributes; the rest of
- * out->attrs_data is left as it was.  No allocation: for a tracer that
- * restores a parent span, or copies a context to a new task.
- * Errors: ENULL; EBUSY when ctx is attached to another thread (a frozen
- * context may be read from any thread).  Async-signal-safe.
+ * A new request: the calling thread publishes a record with these ids,
+ * flags and attributes (checked as otel_thread_ctx_set_ids() and
+ * otel_thread_ctx_set_attrs() check them, against a capacity of
+ * OTEL_THREAD_CTX_ATTRS_MAX), whatever it published before.
+ * Errors: ENULL, EKEY, EVALUE, EUTF8, EDUPKEY, EIDS, ENOSPC; ENOMEM,
+ * ETHREAD.
  */
-int otel_thread_ctx_committed(otel_thread_ctx *ctx, struct otel_thread_ctx_record *out);
-
-/* The context attached to the calling thread, or NULL.  Borrowed: the thread
- * still owns it. */
-otel_thread_ctx *otel_thread_ctx_current(void);
+int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uint8_t span_id[8],
+			       uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs,
+			       size_t n);
 
 /*
  * Readers

@@ -7,7 +7,6 @@
 /* The codes named after an errno are its negation (otel_thread_ctx.h). */
 _Static_assert(OTEL_THREAD_CTX_E2BIG == -E2BIG, "E2BIG");
 _Static_assert(OTEL_THREAD_CTX_ENOMEM == -ENOMEM, "ENOMEM");
-_Static_assert(OTEL_THREAD_CTX_EBUSY == -EBUSY, "EBUSY");
 _Static_assert(OTEL_THREAD_CTX_ENOSPC == -ENOSPC, "ENOSPC");
 
 OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
@@ -27,16 +26,12 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "attribute value is not valid UTF-8";
 	case OTEL_THREAD_CTX_ENOSPC:
 		return "attributes would exceed the capacity of the context (612 bytes unless created smaller)";
-	case OTEL_THREAD_CTX_EBUSY:
-		return "the context is attached to another thread";
-	case OTEL_THREAD_CTX_EPENDING:
-		return "context has uncommitted edits; use otel_thread_ctx_update_attach";
 	case OTEL_THREAD_CTX_ENOMEM:
 		return "out of memory";
 	case OTEL_THREAD_CTX_ETHREAD:
 		return "thread-exit cleanup is unavailable (no pthread key)";
 	case OTEL_THREAD_CTX_ENOCTX:
-		return "the thread publishes no context";
+		return "the thread publishes no context, or the context holds no record";
 	case OTEL_THREAD_CTX_EINVALID:
 		return "the record is marked invalid";
 	case OTEL_THREAD_CTX_ETRUNCATED:
@@ -63,10 +58,8 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "a system call failed (see errno)";
 	case OTEL_THREAD_CTX_EDUPKEY:
 		return "the same attribute key is given twice";
-	case OTEL_THREAD_CTX_EFROZEN:
-		return "the context is frozen: it cannot be edited, committed or invalidated";
 	case OTEL_THREAD_CTX_EOPTIONS:
-		return "invalid options (size too small, an unknown flag or value, or an attribute capacity above 612 bytes)";
+		return "invalid options (size too small, a reserved or unknown byte not zero, or a value out of range)";
 	}
 	return "unknown otel-thread-ctx error";
 }

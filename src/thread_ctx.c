@@ -1,37 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Contexts, their records, and the calling thread's slot.
+ * Contexts, and what the calling thread publishes.
  *
- * Publication is pointer-swap only: a record that a slot points to is never
- * written again while it is reachable.  Each context has two records; edits
- * go to the one that is not published, and a commit swaps their roles.
- * Readers run on the thread (signal handlers) or while it is stopped (ptrace,
- * eBPF), so compiler ordering is all that matters there: every record store
- * comes before the slot store that makes it reachable (signal fences in
- * publish()).
- *
- * Ownership between threads is the one place where CPU ordering matters.  A
- * context's `owner` word holds the token of the thread it is attached to, or
- * 0.  A thread claims a context with one compare-and-swap (acquire), so of
- * two threads attaching one context exactly one wins; it gives it back with
- * a release store once its slot no longer leads to the context, after which
- * it never touches it again.  Everything that needs "not attached to another
- * thread" (setters, commits, destroy) loads the word with acquire.
- *
- * A frozen context (otel_thread_ctx_freeze()) is immutable and shared: any
- * number of threads attach it at once, each holding a reference, as does
- * its creator; the last holder to let go frees it.  A reference dropped by
- * detach or attach, which must stay async-signal-safe, does not call
- * free(): the context goes on a lock-free list that the next create,
- * destroy or thread exit empties.
+ * A context is a value: a record and its capacity, which no slot ever leads
+ * to.  A thread's records are its own (src/pool.c): the one it published
+ * last and a draft.  Every publication writes the draft, stores the slot,
+ * and swaps the two roles.  Publication is pointer-swap only: a record a
+ * slot points to is never written while it is reachable, and valid is 1 in
+ * every record from the start.  Readers run on the thread (signal handlers)
+ * or while it is stopped (ptrace, eBPF), so compiler ordering is all that
+ * matters: every record store comes before the slot store that makes it
+ * reachable, and every later store after it (the signal fences of
+ * publish()).  Only the thread touches its records, so no publishing path
+ * needs an atomic read-modify-write instruction.
  */
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "copy.h"
 #include "internal.h"
+#include "pool.h"
 #include "tls.h"
 #include "utf8.h"
 
@@ -39,65 +29,41 @@
 #define ENTRY_HEADER 2u
 
 struct otel_thread_ctx {
-	/* Token of the thread it is attached to; 0 when detached. */
-	uint64_t owner;
-	/* The published record and the draft, in the storage below. */
-	struct otel_thread_ctx_record *pub, *draft;
-	/* What a thread that has the context attached publishes: pub, or NULL
-	 * after otel_thread_ctx_invalidate() until the next commit. */
-	const struct otel_thread_ctx_record *shown;
-	/*
-	 * FIELD_* masks.  Without edits, the draft equals the published record
-	 * but in the `stale` fields: those the last commit changed, since the
-	 * draft is the record it replaced.  The first edit brings just those up
-	 * to date, which on a span switch is 8 bytes, not the record.  `edits`
-	 * is 0 without edits, else EDITED and the fields the edits changed: the
-	 * stale fields after the next commit.
-	 */
-	unsigned int stale;
-	unsigned int edits;
-	/* Bytes of attribute entries a record of this context may hold. */
+	/* Bytes of attribute entries the record may hold. */
 	uint16_t capacity;
-	/* OTEL_THREAD_CTX_FREE_WITH_THREAD, FROZEN. */
-	uint16_t flags;
-	/* Frozen: how many hold it (its creator, and each thread it is
-	 * attached to). */
-	uint32_t refs;
-	/* The two records follow, each 16-byte aligned. */
-	_Alignas(16) unsigned char storage[];
+	/* Non-zero: holds no record (a saved "nothing published"); the
+	 * record is then empty. */
+	uint8_t none;
+	/* The record: HEADER_SIZE + capacity bytes, valid always 1. */
+	_Alignas(8) unsigned char storage[];
 };
 
+/* The fields of a record, as far as the thread's draft is concerned. */
 #define FIELD_TRACE 1u /* trace_id */
 #define FIELD_SPAN 2u  /* span_id */
 #define FIELD_FLAGS 4u /* trace_flags */
 #define FIELD_ATTRS 8u /* attrs_data_size and attrs_data */
-#define FIELD_IDS (FIELD_TRACE | FIELD_SPAN | FIELD_FLAGS)
-#define FIELD_ALL (FIELD_IDS | FIELD_ATTRS)
-#define EDITED 0x80u
-
-#define CREATE_FLAGS OTEL_THREAD_CTX_FREE_WITH_THREAD
-/* Set by otel_thread_ctx_freeze(), never cleared. */
-#define FROZEN 0x8000u
+#define FIELD_ALL (FIELD_TRACE | FIELD_SPAN | FIELD_FLAGS | FIELD_ATTRS)
 
 _Static_assert(OTEL_THREAD_CTX_KEY_MAX == OTEL_THREAD_CTX_VALUE_MAX,
 	       "attrs_encode() tests key and length against one bound");
 _Static_assert(OTEL_THREAD_CTX_ATTRS_MAX <= UINT16_MAX, "capacity is a uint16_t");
 
-/*
- * Ownership tokens: a thread gets one when it first attaches, unique in the
- * process and in the children it forks.  The top bits are the fork
- * generation of the process: a context attached, in the parent, to a thread
- * that the child does not have carries a token of an older generation, and
- * in the child counts as detached.
- */
-#define TOKEN_SERIAL_BITS 40
-#define TOKEN_GEN_MASK ((UINT64_C(1) << (64 - TOKEN_SERIAL_BITS)) - 1)
+static inline struct otel_thread_ctx_record *rec_of(otel_thread_ctx *ctx)
+{
+	return (struct otel_thread_ctx_record *)(void *)ctx->storage;
+}
+
+static inline const struct otel_thread_ctx_record *crec_of(const otel_thread_ctx *ctx)
+{
+	return (const struct otel_thread_ctx_record *)(const void *)ctx->storage;
+}
+
+/* --- threads -------------------------------------------------------------- */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ready;
-static uint64_t fork_generation;
-static uint64_t token_serial;
 
 static void on_thread_exit(void *arg);
 static void after_fork_child(void);
@@ -105,15 +71,15 @@ static void after_fork_child(void);
 static void init(void)
 {
 	exit_key_ready = pthread_key_create(&exit_key, on_thread_exit) == 0;
-	/* Fails only for lack of memory; then contexts attached to other
-	 * threads of a parent stay attached (EBUSY) in its children. */
+	/* Fails only for lack of memory; then a child keeps the records of
+	 * the parent's other threads, unused. */
 	(void)pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-/* Done when the library is loaded, so that the first attach of a thread,
- * maybe in a signal handler, finds the key made and the lock of
- * pthread_once() untouched.  The pthread_once() in register_thread() covers
- * a constructor of another object that runs before this one. */
+/* Done when the library is loaded, so that the first publication of a
+ * thread, maybe in a signal handler, finds the key made and the lock of
+ * pthread_once() untouched.  The pthread_once() in first_publication()
+ * covers a constructor of another object that runs before this one. */
 __attribute__((constructor)) static void on_load(void)
 {
 	pthread_once(&init_once, init);
@@ -138,220 +104,108 @@ __attribute__((destructor)) static void on_unload(void)
 }
 #endif
 
-static inline uint64_t current_generation(void)
-{
-	return __atomic_load_n(&fork_generation, __ATOMIC_RELAXED) & TOKEN_GEN_MASK;
-}
-
-static uint64_t new_token(void)
-{
-	uint64_t serial = __atomic_add_fetch(&token_serial, 1, __ATOMIC_RELAXED);
-
-	serial &= (UINT64_C(1) << TOKEN_SERIAL_BITS) - 1;
-	if (serial == 0)
-		serial = 1;
-	return current_generation() << TOKEN_SERIAL_BITS | serial;
-}
-
-/* The token of a thread of this process (not of a parent's thread). */
-static inline bool live_token(uint64_t token)
-{
-	return token != 0 && token >> TOKEN_SERIAL_BITS == current_generation();
-}
-
-static inline bool frozen(const struct otel_thread_ctx *ctx);
-
-/* True when ctx is attached to a thread other than the one owning `t`. */
-static inline bool attached_elsewhere(const struct otel_thread_ctx *ctx,
-				      const struct otel__thread *t)
-{
-	uint64_t owner;
-
-	if (t->ctx == ctx)
-		return false;
-	owner = __atomic_load_n(&ctx->owner, __ATOMIC_ACQUIRE);
-	return owner != 0 && owner != t->token && live_token(owner);
-}
-
-/* The same, for functions that do not otherwise need the calling thread:
- * a detached context costs no TLS access. */
-static inline bool busy(const struct otel_thread_ctx *ctx)
-{
-	uint64_t owner = __atomic_load_n(&ctx->owner, __ATOMIC_ACQUIRE);
-
-	return owner != 0 && owner != otel__thread_self()->token && live_token(owner);
-}
-
-/* 0 when the calling thread may edit ctx, else why not: a frozen context
- * (EFROZEN), or one attached to another thread (EBUSY). */
-static inline int refuse_edit(const struct otel_thread_ctx *ctx)
-{
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_EFROZEN;
-	return busy(ctx) ? OTEL_THREAD_CTX_EBUSY : OTEL_THREAD_CTX_OK;
-}
-
-/* Returns from the calling function when refuse_edit() refuses. */
-#define REFUSE_EDIT(ctx)                                                        \
-	do {                                                                    \
-		int refused_ = refuse_edit(ctx);                                \
-		if (refused_ != 0)                                              \
-			return refused_;                                        \
-	} while (0)
-
-/* Makes the calling thread (token t->token) the owner of ctx, unless another
- * thread of this process is. */
-static inline bool claim(struct otel_thread_ctx *ctx, const struct otel__thread *t)
-{
-	uint64_t seen = __atomic_load_n(&ctx->owner, __ATOMIC_RELAXED);
-
-	if (seen != 0 && live_token(seen))
-		return false;
-	return __atomic_compare_exchange_n(&ctx->owner, &seen, t->token, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
-
-/* Gives ctx up; the caller must not touch it afterwards. */
-static inline void unclaim(struct otel_thread_ctx *ctx)
-{
-	__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELEASE);
-}
-
-static inline bool frozen(const struct otel_thread_ctx *ctx)
-{
-	return __atomic_load_n(&ctx->flags, __ATOMIC_RELAXED) & FROZEN;
-}
-
-/* Frozen contexts whose last reference was dropped where free() may not be
- * called; linked through their `draft` field. */
-static struct otel_thread_ctx *deferred;
-
-/* Async-signal-safe: a compare-and-swap loop, no lock. */
-static void defer_free(struct otel_thread_ctx *ctx)
-{
-	struct otel_thread_ctx *head = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
-
-	do
-		ctx->draft = (struct otel_thread_ctx_record *)(void *)head;
-	while (!__atomic_compare_exchange_n(&deferred, &head, ctx, true, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
-}
-
-/* Frees what defer_free() kept.  Not async-signal-safe. */
-static void free_deferred(void)
-{
-	struct otel_thread_ctx *ctx;
-
-	if (__atomic_load_n(&deferred, __ATOMIC_RELAXED) == NULL)
-		return;
-	ctx = __atomic_exchange_n(&deferred, NULL, __ATOMIC_ACQUIRE);
-	while (ctx != NULL) {
-		struct otel_thread_ctx *next = (struct otel_thread_ctx *)(void *)ctx->draft;
-
-		free(ctx);
-		ctx = next;
-	}
-}
-
-/* Drops one reference to a frozen context; the last one frees it, at once
- * if `may_free`, else later (defer_free()). */
-static void unhold(struct otel_thread_ctx *ctx, bool may_free)
-{
-	/* Acquire-release rather than release plus an acquire fence: the same
-	 * instruction on x86-64, and ThreadSanitizer understands it. */
-	if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	if (may_free)
-		free(ctx);
-	else
-		defer_free(ctx);
-}
-
-/* What a thread that stops publishing ctx gives back: its claim, or its
- * reference to a frozen context. */
-static inline void let_go(struct otel_thread_ctx *ctx, bool may_free)
-{
-	if (frozen(ctx))
-		unhold(ctx, may_free);
-	else
-		unclaim(ctx);
-}
-
 /* Makes `rec` (or NULL) what the thread publishes. */
-static inline void publish(struct otel__thread *t,
-			   const struct otel_thread_ctx_record *rec)
+static inline void publish(struct otel__thread *t, const struct otel_thread_ctx_record *rec)
 {
 	/* The record is complete before the slot can lead to it ... */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(t->slot, rec, __ATOMIC_RELAXED);
-	/* ... and the record it replaced is not reused before it is
+	/* ... and the record it replaced is not written before it is
 	 * unreachable. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->shown = rec != NULL;
 }
 
-/*
- * The draft, ready for an edit that changes the `touched` fields, of which
- * it overwrites the `whole` ones entirely.  On the first edit after a
- * commit, the stale fields it does not overwrite are copied from the
- * published record (attributes: the used bytes only).
- */
-static inline struct otel_thread_ctx_record *edit(struct otel_thread_ctx *ctx,
-						  unsigned int touched, unsigned int whole)
+/* Publishes the draft d, which becomes pub; pub becomes the draft, which
+ * differs from the new pub in the `changed` fields. */
+static inline void publish_draft(struct otel__thread *t, struct otel_thread_ctx_record *d,
+				 unsigned int changed)
 {
-	struct otel_thread_ctx_record *d = ctx->draft;
-	unsigned int edits = ctx->edits;
+	publish(t, d);
+	t->draft = t->pub;
+	t->pub = d;
+	t->stale = changed;
+}
 
-	if (!edits) {
-		const struct otel_thread_ctx_record *p = ctx->pub;
-		unsigned int need = ctx->stale & ~whole;
+/* The draft, with every stale field outside `skip` copied from pub
+ * (attributes: the used bytes only). */
+static inline struct otel_thread_ctx_record *draft_for(struct otel__thread *t, unsigned int skip)
+{
+	struct otel_thread_ctx_record *d = t->draft;
+	const struct otel_thread_ctx_record *p = t->pub;
+	unsigned int need = t->stale & ~skip;
 
-		if (need & FIELD_TRACE)
-			memcpy(d->trace_id, p->trace_id, sizeof(d->trace_id));
-		if (need & FIELD_SPAN)
-			memcpy(d->span_id, p->span_id, sizeof(d->span_id));
-		if (need & FIELD_FLAGS)
-			d->trace_flags = p->trace_flags;
-		if (need & FIELD_ATTRS) {
-			d->attrs_data_size = p->attrs_data_size;
-			otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
-		}
+	if (need & FIELD_TRACE)
+		memcpy(d->trace_id, p->trace_id, sizeof(d->trace_id));
+	if (need & FIELD_SPAN)
+		memcpy(d->span_id, p->span_id, sizeof(d->span_id));
+	if (need & FIELD_FLAGS)
+		d->trace_flags = p->trace_flags;
+	if (need & FIELD_ATTRS) {
+		d->attrs_data_size = p->attrs_data_size;
+		otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
 	}
-	ctx->edits = edits | EDITED | touched;
 	return d;
 }
 
-/* The draft, up to date, becomes the published record (both records have
- * valid = 1 from the start: it is never written); the record it replaces,
- * the draft, differs from it in the fields the edits changed. */
-static inline void swap_records(struct otel_thread_ctx *ctx)
+/*
+ * The first publication of a thread: the thread-exit cleanup, the slot in
+ * effect, and the thread's records.  Out of line and rare.  Called again
+ * only by a pthread-key destructor of an exiting thread that publishes after
+ * the cleanup ran (which then runs again).
+ */
+__attribute__((noinline, cold)) static int first_publication(struct otel__thread *t)
 {
-	struct otel_thread_ctx_record *d = ctx->draft, *p = ctx->pub;
-	unsigned int changed = ctx->edits & FIELD_ALL;
+	struct otel__pair *pair;
 
-	ctx->draft = p;
-	ctx->pub = d;
-	ctx->shown = d;
-	ctx->stale = changed;
-	ctx->edits = 0;
+	pthread_once(&init_once, init);
+	if (!exit_key_ready)
+		return OTEL_THREAD_CTX_ETHREAD;
+	pair = otel__pool_take(t);
+	if (pair == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	if (pthread_setspecific(exit_key, t) != 0) {
+		otel__pool_give(pair);
+		return OTEL_THREAD_CTX_ETHREAD;
+	}
+	if (t->slot == NULL)
+		t->slot = otel__slot_in_effect();
+	t->pub = &pair->rec[0];
+	t->draft = &pair->rec[1];
+	t->stale = FIELD_ALL;
+	t->shown = 0;
+	t->hooked = 1;
+	return OTEL_THREAD_CTX_OK;
 }
 
-/* Commits: the draft becomes the published record, or, without edits, an
- * invalidated context is shown again.  False if there was nothing to do. */
-static inline bool commit(struct otel_thread_ctx *ctx)
+/* pthread key destructor, run by the exiting thread itself: it
+ * unpublishes, then gives its records back. */
+static void on_thread_exit(void *arg)
 {
-	if (ctx->edits) {
-		swap_records(ctx);
-		return true;
-	}
-	if (ctx->shown == NULL) {
-		ctx->shown = ctx->pub;
-		return true;
-	}
-	return false;
+	struct otel__thread *t = arg;
+	struct otel_thread_ctx_record *first;
+
+	t->hooked = 0;
+	if (t->pub == NULL)
+		return;
+	publish(t, NULL);
+	first = t->pub < t->draft ? t->pub : t->draft;
+	t->pub = NULL;
+	t->draft = NULL;
+	otel__pool_give((struct otel__pair *)(void *)first);
 }
+
+static void after_fork_child(void)
+{
+	/* The only thread of the child keeps its records; the others' go
+	 * back to the pool. */
+	otel__pool_reclaim_after_fork(otel__thread_self());
+}
+
+/* --- checks ---------------------------------------------------------------- */
 
 /* For the ids: n is a multiple of 8, read as 64-bit words. */
-static bool all_zero(const uint8_t *p, size_t n)
+static inline bool all_zero(const uint8_t *p, size_t n)
 {
 	uint64_t acc = 0;
 
@@ -362,141 +216,6 @@ static bool all_zero(const uint8_t *p, size_t n)
 		acc |= w;
 	}
 	return acc == 0;
-}
-
-/* Offset of the entry for `key` in a record the library wrote, or -1. */
-static int find_attr(const struct otel_thread_ctx_record *r, unsigned int key)
-{
-	size_t off = 0;
-
-	while (off + ENTRY_HEADER <= r->attrs_data_size) {
-		if (r->attrs_data[off] == key)
-			return (int)off;
-		off += ENTRY_HEADER + r->attrs_data[off + 1];
-	}
-	return -1;
-}
-
-/*
- * The first attach of a thread: the thread-exit cleanup, the slot in effect
- * and the thread's token.  Each is done once; the cleanup again when a later
- * pthread-key destructor of an exiting thread attaches after it ran.
- */
-static int register_thread(struct otel__thread *t)
-{
-	pthread_once(&init_once, init);
-	if (!exit_key_ready || pthread_setspecific(exit_key, t) != 0)
-		return OTEL_THREAD_CTX_ETHREAD;
-	if (t->slot == NULL)
-		t->slot = otel__slot_in_effect();
-	if (t->token == 0)
-		t->token = new_token();
-	t->hooked = 1;
-	return OTEL_THREAD_CTX_OK;
-}
-
-/* Detaches what the thread has attached: the slot first, then the context
- * is given up (or freed, if it was handed to the thread). */
-static void detach_thread(struct otel__thread *t, bool exiting)
-{
-	struct otel_thread_ctx *ctx = t->ctx;
-
-	publish(t, NULL);
-	t->ctx = NULL;
-	if (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))
-		free(ctx);
-	else
-		let_go(ctx, exiting);
-}
-
-/* pthread key destructor, run by the exiting thread itself. */
-static void on_thread_exit(void *arg)
-{
-	struct otel__thread *t = arg;
-
-	/* A later destructor that attaches again registers again. */
-	t->hooked = 0;
-	if (t->ctx != NULL)
-		detach_thread(t, true);
-	free_deferred();
-}
-
-static void after_fork_child(void)
-{
-	struct otel__thread *t = otel__thread_self();
-
-	__atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
-	/* The only thread of the child keeps what it had attached. */
-	if (t->token != 0)
-		t->token = new_token();
-	if (t->ctx != NULL)
-		__atomic_store_n(&t->ctx->owner, t->token, __ATOMIC_RELAXED);
-}
-
-static size_t record_stride(unsigned int capacity)
-{
-	return (HEADER_SIZE + capacity + 15) & ~(size_t)15;
-}
-
-OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
-					    const struct otel_thread_ctx_options *options)
-{
-	unsigned int flags = 0, capacity = OTEL_THREAD_CTX_ATTRS_MAX;
-	struct otel_thread_ctx *ctx;
-	size_t stride;
-
-	if (out == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	free_deferred();
-	if (options != NULL) {
-		if (options->size < sizeof(*options) || (options->flags & ~CREATE_FLAGS) != 0 ||
-		    options->attrs_capacity > OTEL_THREAD_CTX_ATTRS_MAX)
-			return OTEL_THREAD_CTX_EOPTIONS;
-		flags = options->flags;
-		capacity = options->attrs_capacity;
-	}
-	stride = record_stride(capacity);
-	ctx = calloc(1, sizeof(*ctx) + 2 * stride);
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENOMEM;
-	ctx->pub = (struct otel_thread_ctx_record *)(void *)ctx->storage;
-	ctx->draft = (struct otel_thread_ctx_record *)(void *)(ctx->storage + stride);
-	ctx->pub->valid = 1;
-	ctx->draft->valid = 1;
-	ctx->shown = ctx->pub;
-	ctx->capacity = (uint16_t)capacity;
-	ctx->flags = (uint16_t)flags;
-	*out = ctx;
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **out)
-{
-	return otel_thread_ctx_create_with(out, NULL);
-}
-
-OTEL_EXPORT int otel_thread_ctx_destroy(otel_thread_ctx *ctx)
-{
-	struct otel__thread *t;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_OK;
-	free_deferred();
-	if (frozen(ctx)) {
-		/* The caller's reference; threads keep theirs. */
-		unhold(ctx, true);
-		return OTEL_THREAD_CTX_OK;
-	}
-	t = otel__thread_self();
-	if (t->ctx == ctx) {
-		/* Attached to the calling thread: unpublished first. */
-		publish(t, NULL);
-		t->ctx = NULL;
-	} else if (attached_elsewhere(ctx, t)) {
-		return OTEL_THREAD_CTX_EBUSY;
-	}
-	free(ctx);
-	return OTEL_THREAD_CTX_OK;
 }
 
 /* Both ids set, or both zero with flags 0. */
@@ -516,116 +235,10 @@ static inline void write_ids(struct otel_thread_ctx_record *d, const uint8_t tra
 	d->trace_flags = trace_flags;
 }
 
-/* What the context holds now, committed or not: the record validation is
- * done against, before anything is written. */
-static inline const struct otel_thread_ctx_record *view(struct otel_thread_ctx *ctx)
-{
-	return ctx->edits ? ctx->draft : ctx->pub;
-}
-
-OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
-					const uint8_t span_id[8], uint8_t trace_flags)
-{
-	if (ctx == NULL || trace_id == NULL || span_id == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	if (!ids_valid(trace_id, span_id, trace_flags))
-		return OTEL_THREAD_CTX_EIDS;
-	write_ids(edit(ctx, FIELD_IDS, FIELD_IDS), trace_id, span_id, trace_flags);
-	return OTEL_THREAD_CTX_OK;
-}
-
-/* A span id may replace the context's: non-zero, and a trace to be in. */
-static inline bool span_fits(struct otel_thread_ctx *ctx, const uint8_t span_id[8])
-{
-	return !all_zero(span_id, 8) && !all_zero(view(ctx)->trace_id, 16);
-}
-
-OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
-{
-	if (ctx == NULL || span_id == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	if (!span_fits(ctx, span_id))
-		return OTEL_THREAD_CTX_EIDS;
-	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags)
-{
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
-		return OTEL_THREAD_CTX_EIDS;
-	edit(ctx, FIELD_FLAGS, FIELD_FLAGS)->trace_flags = trace_flags;
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
-{
-	struct otel_thread_ctx_record *d;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	d = edit(ctx, FIELD_IDS, FIELD_IDS);
-	memset(d->trace_id, 0, sizeof(d->trace_id));
-	memset(d->span_id, 0, sizeof(d->span_id));
-	d->trace_flags = 0;
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
-					 const void *value, size_t len)
-{
-	const struct otel_thread_ctx_record *v;
-	struct otel_thread_ctx_record *d;
-	size_t old_entry = 0, new_size;
-	int at;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (key > OTEL_THREAD_CTX_KEY_MAX)
-		return OTEL_THREAD_CTX_EKEY;
-	if (len > OTEL_THREAD_CTX_VALUE_MAX)
-		return OTEL_THREAD_CTX_EVALUE;
-	if (value == NULL && len != 0)
-		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	if (!otel__utf8_valid(value, len))
-		return OTEL_THREAD_CTX_EUTF8;
-
-	v = view(ctx);
-	at = find_attr(v, key);
-	if (at >= 0)
-		old_entry = ENTRY_HEADER + v->attrs_data[at + 1];
-	new_size = v->attrs_data_size - old_entry + ENTRY_HEADER + len;
-	if (new_size > ctx->capacity)
-		return OTEL_THREAD_CTX_ENOSPC;
-
-	d = edit(ctx, FIELD_ATTRS, 0);
-	if (at < 0) {
-		at = d->attrs_data_size;
-	} else if (old_entry != ENTRY_HEADER + len) {
-		/* Replace in place: shift what follows to the new length. */
-		size_t tail = (size_t)at + old_entry;
-
-		memmove(d->attrs_data + at + ENTRY_HEADER + len, d->attrs_data + tail,
-			d->attrs_data_size - tail);
-	}
-	d->attrs_data[at] = (uint8_t)key;
-	d->attrs_data[at + 1] = (uint8_t)len;
-	otel__copy_bytes(d->attrs_data + at + ENTRY_HEADER, value, len);
-	d->attrs_data_size = (uint16_t)new_size;
-	return OTEL_THREAD_CTX_OK;
-}
-
 /*
- * The checks of otel_thread_ctx_set_attrs(), and, when `out` is not NULL,
- * the entries written to it as they are checked.  Returns the bytes the
- * entries take, or an error.
+ * The checks of a list of attributes, and, when `out` is not NULL, the
+ * entries written to it as they are checked.  Returns the bytes the entries
+ * take, or an error.
  */
 __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size_t capacity,
 							  const struct otel_thread_ctx_attr *attrs,
@@ -634,19 +247,17 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size
 	uint64_t seen[(OTEL_THREAD_CTX_KEY_MAX + 1) / 64] = { 0 };
 	size_t size = 0;
 
-	if (attrs == NULL && n != 0)
-		return OTEL_THREAD_CTX_ENULL;
 	for (size_t i = 0; i < n; i++) {
 		unsigned int key = attrs[i].key, len = attrs[i].len;
 		const uint8_t *value = attrs[i].value;
 		uint64_t bit;
 
+		if (value == NULL && len != 0)
+			return OTEL_THREAD_CTX_ENULL;
 		/* One test for both bounds on the common path. */
 		if ((key | len) > OTEL_THREAD_CTX_KEY_MAX)
 			return key > OTEL_THREAD_CTX_KEY_MAX ? OTEL_THREAD_CTX_EKEY
 							     : OTEL_THREAD_CTX_EVALUE;
-		if (value == NULL && len != 0)
-			return OTEL_THREAD_CTX_ENULL;
 		if (!otel__utf8_valid(value, len))
 			return OTEL_THREAD_CTX_EUTF8;
 		bit = UINT64_C(1) << (key % 64);
@@ -665,58 +276,194 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size
 	return (int)size;
 }
 
-/*
- * Replaces the draft's attributes (and, with ids, its ids and flags: `whole`
- * says which).  Without edits, the draft holds nothing that anybody needs
- * (only copies of the published fields), so the entries are written while
- * they are checked, and a refusal leaves the fields stale.  With edits, they
- * are checked first, then written.
- */
-__attribute__((always_inline)) static inline int replace_attrs(struct otel_thread_ctx *ctx,
-							   unsigned int whole,
-			 const struct otel_thread_ctx_attr *attrs, size_t n)
+/* Offset of the entry for `key` in a record the library wrote, or -1. */
+static int find_attr(const struct otel_thread_ctx_record *r, unsigned int key)
 {
-	struct otel_thread_ctx_record *d = ctx->draft;
-	unsigned int edits = ctx->edits;
-	int size;
+	size_t off = 0;
 
-	if (edits & FIELD_ATTRS) {
-		/* The draft's attributes are edits: check before writing. */
-		size = attrs_encode(NULL, ctx->capacity, attrs, n);
-		if (size < 0)
-			return size;
-		attrs_encode(d->attrs_data, ctx->capacity, attrs, n);
-	} else {
-		/* They are a copy of the published ones, or stale: write while
-		 * checking, and on a refusal put the copy back (or leave them
-		 * stale). */
-		size = attrs_encode(d->attrs_data, ctx->capacity, attrs, n);
-		if (size < 0) {
-			const struct otel_thread_ctx_record *p = ctx->pub;
-
-			if (edits)
-				otel__copy_bytes(d->attrs_data, p->attrs_data, p->attrs_data_size);
-			else
-				ctx->stale |= FIELD_ATTRS;
-			return size;
-		}
+	while (off + ENTRY_HEADER <= r->attrs_data_size) {
+		if (r->attrs_data[off] == key)
+			return (int)off;
+		off += ENTRY_HEADER + r->attrs_data[off + 1];
 	}
-	edit(ctx, whole, whole)->attrs_data_size = (uint16_t)size;
+	return -1;
+}
+
+/* --- contexts -------------------------------------------------------------- */
+
+/* The bytes of struct otel_thread_ctx_options this version knows. */
+#define OPTIONS_KNOWN sizeof(struct otel_thread_ctx_options)
+_Static_assert(OPTIONS_KNOWN == offsetof(struct otel_thread_ctx_options, reserved) +
+					sizeof(unsigned int),
+	       "no padding in the options: every byte is a field");
+
+OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
+					    const struct otel_thread_ctx_options *options)
+{
+	unsigned int capacity = OTEL_THREAD_CTX_ATTRS_MAX;
+	struct otel_thread_ctx *ctx;
+
+	if (out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (options != NULL) {
+		size_t size = options->size;
+		const unsigned char *bytes = (const unsigned char *)options;
+
+		if (size < sizeof(size_t))
+			return OTEL_THREAD_CTX_EOPTIONS;
+		/* A newer caller: what this version does not know must be 0. */
+		for (size_t i = OPTIONS_KNOWN; i < size; i++)
+			if (bytes[i] != 0)
+				return OTEL_THREAD_CTX_EOPTIONS;
+		if (size >= offsetof(struct otel_thread_ctx_options, attrs_capacity) +
+				    sizeof(unsigned int))
+			capacity = options->attrs_capacity;
+		if (size >= OPTIONS_KNOWN && options->reserved != 0)
+			return OTEL_THREAD_CTX_EOPTIONS;
+		if (capacity > OTEL_THREAD_CTX_ATTRS_MAX)
+			return OTEL_THREAD_CTX_EOPTIONS;
+	}
+	ctx = calloc(1, sizeof(*ctx) + HEADER_SIZE + capacity);
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	ctx->capacity = (uint16_t)capacity;
+	rec_of(ctx)->valid = 1;
+	*out = ctx;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **out)
+{
+	return otel_thread_ctx_create_with(out, NULL);
+}
+
+OTEL_EXPORT void otel_thread_ctx_destroy(otel_thread_ctx *ctx)
+{
+	free(ctx);
+}
+
+/* A context that holds no record holds an empty one (valid stays 1). */
+static inline void make_none(otel_thread_ctx *ctx)
+{
+	struct otel_thread_ctx_record *r = rec_of(ctx);
+
+	memset(r->trace_id, 0, sizeof(r->trace_id));
+	memset(r->span_id, 0, sizeof(r->span_id));
+	r->trace_flags = 0;
+	r->attrs_data_size = 0;
+	ctx->none = 1;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
+					const uint8_t span_id[8], uint8_t trace_flags)
+{
+	if (ctx == NULL || trace_id == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (!ids_valid(trace_id, span_id, trace_flags))
+		return OTEL_THREAD_CTX_EIDS;
+	write_ids(rec_of(ctx), trace_id, span_id, trace_flags);
+	ctx->none = 0;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
+{
+	if (ctx == NULL || span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (all_zero(span_id, 8) || all_zero(rec_of(ctx)->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	memcpy(rec_of(ctx)->span_id, span_id, 8);
+	ctx->none = 0;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags)
+{
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (trace_flags != 0 && all_zero(rec_of(ctx)->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	rec_of(ctx)->trace_flags = trace_flags;
+	ctx->none = 0;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
+{
+	struct otel_thread_ctx_record *r;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	r = rec_of(ctx);
+	memset(r->trace_id, 0, sizeof(r->trace_id));
+	memset(r->span_id, 0, sizeof(r->span_id));
+	r->trace_flags = 0;
+	ctx->none = 0;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
+					 const void *value, size_t len)
+{
+	struct otel_thread_ctx_record *r;
+	size_t old_entry = 0, new_size;
+	int at;
+
+	if (ctx == NULL || (value == NULL && len != 0))
+		return OTEL_THREAD_CTX_ENULL;
+	if (key > OTEL_THREAD_CTX_KEY_MAX)
+		return OTEL_THREAD_CTX_EKEY;
+	if (len > OTEL_THREAD_CTX_VALUE_MAX)
+		return OTEL_THREAD_CTX_EVALUE;
+	if (!otel__utf8_valid(value, len))
+		return OTEL_THREAD_CTX_EUTF8;
+
+	r = rec_of(ctx);
+	at = find_attr(r, key);
+	if (at >= 0)
+		old_entry = ENTRY_HEADER + r->attrs_data[at + 1];
+	new_size = r->attrs_data_size - old_entry + ENTRY_HEADER + len;
+	if (new_size > ctx->capacity)
+		return OTEL_THREAD_CTX_ENOSPC;
+
+	if (at < 0) {
+		at = r->attrs_data_size;
+	} else if (old_entry != ENTRY_HEADER + len) {
+		/* Replace in place: shift what follows to the new length. */
+		size_t tail = (size_t)at + old_entry;
+
+		memmove(r->attrs_data + at + ENTRY_HEADER + len, r->attrs_data + tail,
+			r->attrs_data_size - tail);
+	}
+	r->attrs_data[at] = (uint8_t)key;
+	r->attrs_data[at + 1] = (uint8_t)len;
+	if (len != 0)
+		memmove(r->attrs_data + at + ENTRY_HEADER, value, len);
+	r->attrs_data_size = (uint16_t)new_size;
+	ctx->none = 0;
 	return OTEL_THREAD_CTX_OK;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx,
 					  const struct otel_thread_ctx_attr *attrs, size_t n)
 {
-	if (ctx == NULL)
+	int size;
+
+	if (ctx == NULL || (attrs == NULL && n != 0))
 		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	return replace_attrs(ctx, FIELD_ATTRS, attrs, n);
+	/* Checked before anything is written: a refusal changes nothing. */
+	size = attrs_encode(NULL, ctx->capacity, attrs, n);
+	if (size < 0)
+		return size;
+	attrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n);
+	rec_of(ctx)->attrs_data_size = (uint16_t)size;
+	ctx->none = 0;
+	return OTEL_THREAD_CTX_OK;
 }
 
 OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int key)
 {
-	struct otel_thread_ctx_record *d;
+	struct otel_thread_ctx_record *r;
 	size_t entry, tail;
 	int at;
 
@@ -724,15 +471,15 @@ OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int k
 		return OTEL_THREAD_CTX_ENULL;
 	if (key > OTEL_THREAD_CTX_KEY_MAX)
 		return OTEL_THREAD_CTX_EKEY;
-	REFUSE_EDIT(ctx);
-	at = find_attr(view(ctx), key);
+	r = rec_of(ctx);
+	ctx->none = 0;
+	at = find_attr(r, key);
 	if (at < 0)
 		return OTEL_THREAD_CTX_OK;
-	d = edit(ctx, FIELD_ATTRS, 0);
-	entry = ENTRY_HEADER + d->attrs_data[at + 1];
+	entry = ENTRY_HEADER + r->attrs_data[at + 1];
 	tail = (size_t)at + entry;
-	memmove(d->attrs_data + at, d->attrs_data + tail, d->attrs_data_size - tail);
-	d->attrs_data_size = (uint16_t)(d->attrs_data_size - entry);
+	memmove(r->attrs_data + at, r->attrs_data + tail, r->attrs_data_size - tail);
+	r->attrs_data_size = (uint16_t)(r->attrs_data_size - entry);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -740,249 +487,253 @@ OTEL_EXPORT int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx)
 {
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	REFUSE_EDIT(ctx);
-	if (view(ctx)->attrs_data_size != 0)
-		edit(ctx, FIELD_ATTRS, FIELD_ATTRS)->attrs_data_size = 0;
+	rec_of(ctx)->attrs_data_size = 0;
+	ctx->none = 0;
 	return OTEL_THREAD_CTX_OK;
 }
 
 OTEL_EXPORT int otel_thread_ctx_clear(otel_thread_ctx *ctx)
 {
-	int err = otel_thread_ctx_clear_ids(ctx);
-
-	return err ? err : otel_thread_ctx_clear_attrs(ctx);
-}
-
-static int attach_first(otel_thread_ctx *ctx, otel_thread_ctx **prev, bool commit_first);
-
-/*
- * attach and update_attach.  Inlined into both, so that commit_first is a
- * constant.  The first attach of a thread is a tail call to an out-of-line
- * function that registers the thread and starts again.
- *
- * A context attached elsewhere is refused before anything else; one that is
- * not is claimed first, so that its fields are read only by its owner, and
- * given back if the attach then fails.
- */
-__attribute__((always_inline)) static inline int attach(otel_thread_ctx *ctx,
-							otel_thread_ctx **prev,
-							bool commit_first)
-{
-	struct otel__thread *t;
-	struct otel_thread_ctx *old;
-
-	if (ctx == NULL || prev == NULL)
+	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	t = otel__thread_self();
-	old = t->ctx;
-	if (old != ctx) {
-		if (__builtin_expect(!t->hooked, 0))
-			return attach_first(ctx, prev, commit_first);
-		if (frozen(ctx))
-			/* Immutable and shared: one more holder, no edits. */
-			__atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);
-		else if (!claim(ctx, t))
-			return OTEL_THREAD_CTX_EBUSY;
-	}
-	if (commit_first) {
-		commit(ctx);
-	} else if (ctx->edits) {
-		if (old != ctx)
-			unclaim(ctx);
-		return OTEL_THREAD_CTX_EPENDING;
-	}
-	t->ctx = ctx;
-	publish(t, ctx->shown);
-	/* The old context is unreachable from the slot: give it up. */
-	if (old != NULL && old != ctx)
-		let_go(old, false);
-	*prev = old;
+	make_none(ctx);
+	ctx->none = 0;
 	return OTEL_THREAD_CTX_OK;
 }
 
-/*
- * The first attach of a thread: registers the thread, then attaches.  Out
- * of line, so that on the common path no value has to survive a call but
- * the TLS access: fewer registers to save and restore.
- */
-__attribute__((noinline, cold)) static int attach_first(otel_thread_ctx *ctx,
-							 otel_thread_ctx **prev,
-							 bool commit_first)
+/* Copies a record's header (valid included, 1) and its used attribute
+ * bytes. */
+static inline void copy_record(struct otel_thread_ctx_record *dst,
+			       const struct otel_thread_ctx_record *src)
 {
-	int err = register_thread(otel__thread_self());
+	memcpy(dst, src, HEADER_SIZE);
+	otel__copy_bytes(dst->attrs_data, src->attrs_data, src->attrs_data_size);
+}
 
+OTEL_EXPORT int otel_thread_ctx_copy(otel_thread_ctx *dst, const otel_thread_ctx *src)
+{
+	if (dst == NULL || src == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (dst == src)
+		return OTEL_THREAD_CTX_OK;
+	if (crec_of(src)->attrs_data_size > dst->capacity)
+		return OTEL_THREAD_CTX_ENOSPC;
+	copy_record(rec_of(dst), crec_of(src));
+	dst->none = src->none;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_get(const otel_thread_ctx *ctx,
+				    struct otel_thread_ctx_record *out)
+{
+	if (ctx == NULL || out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (ctx->none)
+		return OTEL_THREAD_CTX_ENOCTX;
+	copy_record(out, crec_of(ctx));
+	return OTEL_THREAD_CTX_OK;
+}
+
+/* --- publishing ------------------------------------------------------------ */
+
+/* 0 when `saved` can hold what the thread publishes, else ENOSPC. */
+static inline int check_saved(const struct otel__thread *t, const otel_thread_ctx *saved)
+{
+	if (saved != NULL && t->shown && t->pub->attrs_data_size > saved->capacity)
+		return OTEL_THREAD_CTX_ENOSPC;
+	return OTEL_THREAD_CTX_OK;
+}
+
+/* What the thread publishes into `saved` (check_saved() said it fits). */
+static inline void save(const struct otel__thread *t, otel_thread_ctx *saved)
+{
+	if (t->shown) {
+		copy_record(rec_of(saved), t->pub);
+		saved->none = 0;
+	} else {
+		make_none(saved);
+	}
+}
+
+static int attach_first(const otel_thread_ctx *ctx, otel_thread_ctx *saved);
+
+/*
+ * attach and update.  The first publication of a thread is a tail call to
+ * an out-of-line function that sets the thread up and starts again, so that
+ * on the common path no value has to survive a call but the TLS access.
+ */
+__attribute__((always_inline)) static inline int attach(const otel_thread_ctx *ctx,
+							otel_thread_ctx *saved)
+{
+	struct otel__thread *t;
+	struct otel_thread_ctx_record *d;
+	int err;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	t = otel__thread_self();
+	if (__builtin_expect(t->pub == NULL, 0))
+		return attach_first(ctx, saved);
+	err = check_saved(t, saved);
 	if (err)
 		return err;
-	return attach(ctx, prev, commit_first);
-}
-
-OTEL_EXPORT int otel_thread_ctx_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev)
-{
-	return attach(ctx, prev, false);
-}
-
-OTEL_EXPORT int otel_thread_ctx_update_attach(otel_thread_ctx *ctx, otel_thread_ctx **prev)
-{
-	return attach(ctx, prev, true);
-}
-
-OTEL_EXPORT int otel_thread_ctx_update(otel_thread_ctx *ctx)
-{
-	struct otel__thread *t;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_EFROZEN;
-	t = otel__thread_self();
-	if (attached_elsewhere(ctx, t))
-		return OTEL_THREAD_CTX_EBUSY;
-	if (commit(ctx) && t->ctx == ctx)
-		publish(t, ctx->shown);
+	if (ctx->none) {
+		if (saved != NULL)
+			save(t, saved);
+		publish(t, NULL);
+		return OTEL_THREAD_CTX_OK;
+	}
+	/* The draft first: saved may be ctx. */
+	d = t->draft;
+	copy_record(d, crec_of(ctx));
+	if (saved != NULL)
+		save(t, saved);
+	publish_draft(t, d, FIELD_ALL);
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT int otel_thread_ctx_update_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
+__attribute__((noinline, cold)) static int attach_first(const otel_thread_ctx *ctx,
+							 otel_thread_ctx *saved)
 {
-	struct otel__thread *t;
+	int err;
 
-	if (ctx == NULL || span_id == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_EFROZEN;
-	t = otel__thread_self();
-	if (attached_elsewhere(ctx, t))
-		return OTEL_THREAD_CTX_EBUSY;
-	if (!span_fits(ctx, span_id))
-		return OTEL_THREAD_CTX_EIDS;
-	memcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);
-	swap_records(ctx);
-	if (t->ctx == ctx)
-		publish(t, ctx->shown);
+	if (ctx->none) {
+		/* Nothing was published, and nothing will be. */
+		if (saved != NULL)
+			make_none(saved);
+		return OTEL_THREAD_CTX_OK;
+	}
+	err = first_publication(otel__thread_self());
+	if (err)
+		return err;
+	return attach(ctx, saved);
+}
+
+OTEL_EXPORT int otel_thread_ctx_attach(const otel_thread_ctx *ctx, otel_thread_ctx *saved)
+{
+	return attach(ctx, saved);
+}
+
+OTEL_EXPORT int otel_thread_ctx_update(const otel_thread_ctx *ctx)
+{
+	return attach(ctx, NULL);
+}
+
+OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
+{
+	struct otel__thread *t = otel__thread_self();
+	int err;
+
+	if (!t->shown) {
+		if (saved != NULL)
+			make_none(saved);
+		return OTEL_THREAD_CTX_OK;
+	}
+	err = check_saved(t, saved);
+	if (err)
+		return err;
+	if (saved != NULL)
+		save(t, saved);
+	publish(t, NULL);
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT int otel_thread_ctx_update_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags)
-{
-	struct otel__thread *t;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_EFROZEN;
-	t = otel__thread_self();
-	if (attached_elsewhere(ctx, t))
-		return OTEL_THREAD_CTX_EBUSY;
-	if (trace_flags != 0 && all_zero(view(ctx)->trace_id, 16))
-		return OTEL_THREAD_CTX_EIDS;
-	edit(ctx, FIELD_FLAGS, FIELD_FLAGS)->trace_flags = trace_flags;
-	swap_records(ctx);
-	if (t->ctx == ctx)
-		publish(t, ctx->shown);
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_update_all(otel_thread_ctx *ctx, const uint8_t trace_id[16],
-					   const uint8_t span_id[8], uint8_t trace_flags,
-					   const struct otel_thread_ctx_attr *attrs, size_t n)
+OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 {
 	struct otel__thread *t;
 	int err;
 
-	if (ctx == NULL || trace_id == NULL || span_id == NULL)
+	if (saved == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	t = otel__thread_self();
+	err = check_saved(t, saved);
+	if (err)
+		return err;
+	save(t, saved);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
+{
+	struct otel__thread *t;
+	struct otel_thread_ctx_record *d;
+
+	if (span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (all_zero(span_id, 8))
+		return OTEL_THREAD_CTX_EIDS;
+	t = otel__thread_self();
+	if (!t->shown)
+		return OTEL_THREAD_CTX_ENOCTX;
+	if (all_zero(t->pub->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	d = draft_for(t, FIELD_SPAN);
+	memcpy(d->span_id, span_id, 8);
+	publish_draft(t, d, FIELD_SPAN);
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
+{
+	struct otel__thread *t = otel__thread_self();
+	struct otel_thread_ctx_record *d;
+
+	if (!t->shown)
+		return OTEL_THREAD_CTX_ENOCTX;
+	if (trace_flags != 0 && all_zero(t->pub->trace_id, 16))
+		return OTEL_THREAD_CTX_EIDS;
+	d = draft_for(t, FIELD_FLAGS);
+	d->trace_flags = trace_flags;
+	publish_draft(t, d, FIELD_FLAGS);
+	return OTEL_THREAD_CTX_OK;
+}
+
+static int update_all_first(const uint8_t trace_id[16], const uint8_t span_id[8],
+			    uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n);
+
+OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uint8_t span_id[8],
+					   uint8_t trace_flags,
+					   const struct otel_thread_ctx_attr *attrs, size_t n)
+{
+	struct otel__thread *t;
+	struct otel_thread_ctx_record *d;
+	int size;
+
+	if (trace_id == NULL || span_id == NULL || (attrs == NULL && n != 0))
 		return OTEL_THREAD_CTX_ENULL;
 	if (!ids_valid(trace_id, span_id, trace_flags))
 		return OTEL_THREAD_CTX_EIDS;
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_EFROZEN;
 	t = otel__thread_self();
-	if (attached_elsewhere(ctx, t))
-		return OTEL_THREAD_CTX_EBUSY;
-	/* Every field is overwritten: nothing to bring up to date. */
-	err = replace_attrs(ctx, FIELD_ALL, attrs, n);
+	if (__builtin_expect(t->pub == NULL, 0))
+		return update_all_first(trace_id, span_id, trace_flags, attrs, n);
+	/* The draft is the thread's own and unpublished: the entries are
+	 * written as they are checked, and a refusal leaves its attributes
+	 * stale, nothing else. */
+	d = t->draft;
+	size = attrs_encode(d->attrs_data, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n);
+	if (size < 0) {
+		t->stale |= FIELD_ATTRS;
+		return size;
+	}
+	d->attrs_data_size = (uint16_t)size;
+	write_ids(d, trace_id, span_id, trace_flags);
+	publish_draft(t, d, FIELD_ALL);
+	return OTEL_THREAD_CTX_OK;
+}
+
+__attribute__((noinline, cold)) static int update_all_first(const uint8_t trace_id[16],
+							     const uint8_t span_id[8],
+							     uint8_t trace_flags,
+							     const struct otel_thread_ctx_attr *attrs,
+							     size_t n)
+{
+	/* The arguments' errors come before the resources'. */
+	int err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n);
+
+	if (err < 0)
+		return err;
+	err = first_publication(otel__thread_self());
 	if (err)
 		return err;
-	write_ids(ctx->draft, trace_id, span_id, trace_flags);
-	swap_records(ctx);
-	if (t->ctx == ctx)
-		publish(t, ctx->shown);
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx **prev)
-{
-	struct otel__thread *t;
-	struct otel_thread_ctx *old;
-
-	if (prev == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	t = otel__thread_self();
-	old = t->ctx;
-	if (old != NULL)
-		detach_thread(t, false);
-	*prev = old;
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_invalidate(otel_thread_ctx *ctx)
-{
-	struct otel__thread *t;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_EFROZEN;
-	t = otel__thread_self();
-	if (attached_elsewhere(ctx, t))
-		return OTEL_THREAD_CTX_EBUSY;
-	ctx->shown = NULL;
-	if (t->ctx == ctx)
-		publish(t, NULL);
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_freeze(otel_thread_ctx *ctx)
-{
-	struct otel__thread *t;
-
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (frozen(ctx))
-		return OTEL_THREAD_CTX_OK;
-	if (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD)
-		return OTEL_THREAD_CTX_EOPTIONS;
-	t = otel__thread_self();
-	if (attached_elsewhere(ctx, t))
-		return OTEL_THREAD_CTX_EBUSY;
-	/* What it holds now is what it will publish, shown. */
-	if (commit(ctx) && t->ctx == ctx)
-		publish(t, ctx->shown);
-	/* Its holders: the caller, and the calling thread if it is attached
-	 * here (its claim becomes a reference). */
-	ctx->refs = t->ctx == ctx ? 2 : 1;
-	__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ctx->flags, (uint16_t)(ctx->flags | FROZEN), __ATOMIC_RELEASE);
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT int otel_thread_ctx_committed(otel_thread_ctx *ctx,
-					  struct otel_thread_ctx_record *out)
-{
-	const struct otel_thread_ctx_record *p;
-
-	if (ctx == NULL || out == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	/* A frozen context is immutable: any thread may read it. */
-	if (!frozen(ctx) && busy(ctx))
-		return OTEL_THREAD_CTX_EBUSY;
-	p = ctx->pub;
-	memcpy(out, p, HEADER_SIZE);
-	out->valid = 1;
-	otel__copy_bytes(out->attrs_data, p->attrs_data, p->attrs_data_size);
-	return OTEL_THREAD_CTX_OK;
-}
-
-OTEL_EXPORT otel_thread_ctx *otel_thread_ctx_current(void)
-{
-	return otel__thread_self()->ctx;
+	return otel_thread_ctx_update_all(trace_id, span_id, trace_flags, attrs, n);
 }

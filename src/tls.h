@@ -35,7 +35,7 @@ struct otel_thread_ctx_record;
  *   ever take its place, and reached through its own TLSDESC access.
  *
  * The slot in effect is found once per thread, when the thread first
- * attaches (register_thread() in src/thread_ctx.c), and kept in `slot`.
+ * publishes (first_publication() in src/thread_ctx.c), and kept in `slot`.
  * The shared library finds it through a TLSDESC access to the exported name,
  * which the dynamic loader resolves by the usual rules.  The static library
  * (OTEL__OWN_SLOT) never names the exported symbol: an executable's own
@@ -45,15 +45,20 @@ struct otel_thread_ctx_record;
  * its own slot, the 8 bytes right before this struct.
  */
 struct otel__thread {
-	/* The slot in effect in this thread; NULL until the thread attaches. */
+	/* The slot in effect in this thread; NULL until the thread first
+	 * publishes. */
 	const struct otel_thread_ctx_record **slot;
-	/* The attached context, NULL if none. */
-	struct otel_thread_ctx *ctx;
-	/* This thread's ownership token (src/thread_ctx.c); 0 until the
-	 * thread attaches. */
-	uint64_t token;
+	/* The thread's records (src/pool.c): the one it published last, which
+	 * the slot points to while `shown`, and the draft.  NULL until the
+	 * thread first publishes, and again after its exit cleanup. */
+	struct otel_thread_ctx_record *pub, *draft;
+	/* FIELD_* (src/thread_ctx.c): the fields in which the draft differs
+	 * from pub. */
+	uint32_t stale;
+	/* Non-zero while the slot points to pub. */
+	uint8_t shown;
 	/* Non-zero while the thread-exit cleanup is registered. */
-	uint64_t hooked;
+	uint8_t hooked;
 };
 
 #ifndef OTEL__ARCH_UNSUPPORTED

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Another thread that keeps a context attached until told to let go. */
+/* Another thread that publishes a copy of a context until told to stop. */
 #ifndef OTEL_TESTS_HOLDER_H
 #define OTEL_TESTS_HOLDER_H
 
@@ -12,23 +12,25 @@ struct holder {
 	otel_thread_ctx *ctx;
 	pthread_t thread;
 	sem_t attached, release;
-	int rc; /* of update_attach, then of detach */
+	int rc; /* of attach, then of detach */
+	/* What the thread's slot pointed to while it published. */
+	const struct otel_thread_ctx_record *slot;
 };
 
 static inline void *holder_main(void *arg)
 {
 	struct holder *h = arg;
-	otel_thread_ctx *prev;
 
-	h->rc = otel_thread_ctx_update_attach(h->ctx, &prev);
+	h->rc = otel_thread_ctx_attach(h->ctx, NULL);
+	h->slot = otel_thread_ctx_v1;
 	sem_post(&h->attached);
 	sem_wait(&h->release);
 	if (h->rc == OTEL_THREAD_CTX_OK)
-		h->rc = otel_thread_ctx_detach(&prev);
+		h->rc = otel_thread_ctx_detach(NULL);
 	return NULL;
 }
 
-/* Starts the thread, which commits and attaches ctx; returns once it has. */
+/* Starts the thread, which attaches ctx; returns once it has. */
 static inline void holder_start(struct holder *h, otel_thread_ctx *ctx)
 {
 	h->ctx = ctx;
@@ -39,7 +41,7 @@ static inline void holder_start(struct holder *h, otel_thread_ctx *ctx)
 	ck_assert_ok(h->rc);
 }
 
-/* Lets the thread detach ctx and exit; ctx is the caller's again. */
+/* Lets the thread detach and exit. */
 static inline void holder_finish(struct holder *h)
 {
 	sem_post(&h->release);
