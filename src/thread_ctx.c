@@ -61,6 +61,53 @@ static inline const struct otel_thread_ctx_record *crec_of(const otel_thread_ctx
 
 /* --- threads -------------------------------------------------------------- */
 
+/*
+ * Finding the calling thread's state without the TLS call.  When the library
+ * is in static TLS (an executable linking the archive; the shared library
+ * loaded at start-up, or by dlopen() into the surplus), its thread-local
+ * state lies at the same offset from the thread pointer in every thread, and
+ * reading the thread pointer (one load on x86-64, one mrs on aarch64) plus
+ * that offset replaces the TLSDESC call on every path.  The offset is
+ * learned on the first publication of the process, from an access made the
+ * usual way, and kept only when the access provably reaches static TLS
+ * (otel__tlsdesc_is_static(), arch/); otherwise it stays 0 and every path
+ * keeps the TLSDESC call.  A thread that exits and one created later at the
+ * same thread pointer are no hazard: static TLS is part of the thread's
+ * block, so the address computed is always the calling thread's own state,
+ * which the C library sets to zero (.tbss) for each new thread.
+ */
+OTEL__TLSDESC_PROBE("otel__state_probe", "otel__thread_state")
+extern char otel__state_probe[] __attribute__((visibility("hidden")));
+static intptr_t state_offset;
+
+static inline struct otel__thread *thread_self(void)
+{
+	intptr_t off = __atomic_load_n(&state_offset, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(off != 0, 1))
+		return (struct otel__thread *)(otel__thread_pointer() + (uintptr_t)off);
+	return otel__thread_self();
+}
+
+/* The offset in use, 0 when every path makes the TLSDESC call.  Hidden: for
+ * the tests that link the archive (tests/hotpath/). */
+__attribute__((visibility("hidden"))) intptr_t otel__thread_state_offset(void);
+intptr_t otel__thread_state_offset(void)
+{
+	return __atomic_load_n(&state_offset, __ATOMIC_RELAXED);
+}
+
+/* Learns the offset, once: from the first thread that publishes. */
+static void learn_state_offset(const struct otel__thread *t)
+{
+	if (__atomic_load_n(&state_offset, __ATOMIC_RELAXED) != 0)
+		return;
+	if (otel__tlsdesc_is_static((const unsigned char *)otel__state_probe))
+		__atomic_store_n(&state_offset,
+				 (intptr_t)((uintptr_t)t - otel__thread_pointer()),
+				 __ATOMIC_RELAXED);
+}
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ready;
@@ -175,6 +222,7 @@ __attribute__((noinline, cold)) static int first_publication(struct otel__thread
 	t->stale = FIELD_ALL;
 	t->shown = 0;
 	t->hooked = 1;
+	learn_state_offset(t);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -571,7 +619,7 @@ __attribute__((always_inline)) static inline int attach(const otel_thread_ctx *c
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	t = otel__thread_self();
+	t = thread_self();
 	if (__builtin_expect(t->pub == NULL, 0))
 		return attach_first(ctx, saved);
 	err = check_saved(t, saved);
@@ -621,7 +669,7 @@ OTEL_EXPORT int otel_thread_ctx_update(const otel_thread_ctx *ctx)
 
 OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
 {
-	struct otel__thread *t = otel__thread_self();
+	struct otel__thread *t = thread_self();
 	int err;
 
 	if (!t->shown) {
@@ -645,7 +693,7 @@ OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 
 	if (saved == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	t = otel__thread_self();
+	t = thread_self();
 	err = check_saved(t, saved);
 	if (err)
 		return err;
@@ -662,7 +710,7 @@ OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
 		return OTEL_THREAD_CTX_ENULL;
 	if (all_zero(span_id, 8))
 		return OTEL_THREAD_CTX_EIDS;
-	t = otel__thread_self();
+	t = thread_self();
 	if (!t->shown)
 		return OTEL_THREAD_CTX_ENOCTX;
 	if (all_zero(t->pub->trace_id, 16))
@@ -675,7 +723,7 @@ OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
 
 OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
 {
-	struct otel__thread *t = otel__thread_self();
+	struct otel__thread *t = thread_self();
 	struct otel_thread_ctx_record *d;
 
 	if (!t->shown)
@@ -703,7 +751,7 @@ OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uin
 		return OTEL_THREAD_CTX_ENULL;
 	if (!ids_valid(trace_id, span_id, trace_flags))
 		return OTEL_THREAD_CTX_EIDS;
-	t = otel__thread_self();
+	t = thread_self();
 	if (__builtin_expect(t->pub == NULL, 0))
 		return update_all_first(trace_id, span_id, trace_flags, attrs, n);
 	/* The draft is the thread's own and unpublished: the entries are

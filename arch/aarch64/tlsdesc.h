@@ -5,6 +5,8 @@
 #ifndef OTEL_ARCH_AARCH64_TLSDESC_H
 #define OTEL_ARCH_AARCH64_TLSDESC_H
 
+#include <stdint.h>
+
 /*
  * OTEL__TLSDESC_ACCESSOR(fn, sym) defines `static inline void *fn(void)`,
  * the address of the thread-local `sym` (a string) in the calling thread.
@@ -68,5 +70,78 @@
 			: "x1", "x8", "x30", "cc" OTEL__SVE_CLOBBERS);          \
 		return x0;                                                      \
 	}
+
+/* The thread pointer (AAELF64: TLS variant I).  Not volatile: it is fixed
+ * for the thread. */
+static inline uintptr_t otel__thread_pointer(void)
+{
+	uintptr_t tp;
+
+	__asm__("mrs	%0, tpidr_el0" : "=r"(tp));
+	return tp;
+}
+
+/*
+ * OTEL__TLSDESC_PROBE(name, sym): a function `name`, never called, that holds
+ * the TLSDESC access to `sym` as the linker left it, for
+ * otel__tlsdesc_is_static() to read.  Its instructions are the canonical
+ * sequence.
+ */
+#define OTEL__TLSDESC_PROBE(name, sym)                                          \
+	__asm__(".pushsection .text." name ",\"ax\",@progbits\n\t"             \
+		".p2align 4\n\t"                                                \
+		".globl	" name "\n\t"                                           \
+		".hidden	" name "\n\t"                                   \
+		".type	" name ", %function\n"                                  \
+		name ":\n\t"                                                    \
+		"adrp	x0, :tlsdesc:" sym "\n\t"                               \
+		"ldr	x1, [x0, #:tlsdesc_lo12:" sym "]\n\t"                  \
+		"add	x0, x0, #:tlsdesc_lo12:" sym "\n\t"                    \
+		".tlsdesccall	" sym "\n\t"                                   \
+		"blr	x1\n\t"                                                \
+		"mrs	x8, tpidr_el0\n\t"                                     \
+		"add	x0, x8, x0\n\t"                                         \
+		"ret\n\t"                                                       \
+		".size	" name ", . - " name "\n\t"                             \
+		".popsection");
+
+/*
+ * Whether the TLS access at `code` (an OTEL__TLSDESC_PROBE) reaches static
+ * TLS, where a variable lies at the same offset from the thread pointer in
+ * every thread.  It does when the linker relaxed it (to local-exec or
+ * initial-exec: the blr is a nop), which it does only in an executable; or
+ * when the descriptor names the resolver of static TLS, whose body is
+ * `ldr x0, [x0, #8]; ret` in glibc and musl (after a `bti c` where the C
+ * library is built for BTI) -- the same test the eBPF profiler's reader
+ * makes.  Anything else is "no": the caller keeps to the TLSDESC call.
+ */
+static inline int otel__tlsdesc_is_static(const unsigned char *code)
+{
+	uint32_t insn[4], body[2];
+	const unsigned char *resolver;
+	const void *const *desc;
+	uintptr_t page;
+	int64_t imm;
+
+	__builtin_memcpy(insn, code, sizeof(insn));
+	if (insn[3] != 0xd63f0020u) /* blr x1 */
+		return 1;
+	/* adrp x0, page; add x0, x0, #lo12 (no shift) */
+	if ((insn[0] & 0x9f00001fu) != 0x90000000u || (insn[2] & 0xffc003ffu) != 0x91000000u)
+		return 0;
+	imm = (int64_t)((((insn[0] >> 5) & 0x7ffffu) << 2) | ((insn[0] >> 29) & 3u));
+	imm = (imm ^ 0x100000) - 0x100000; /* sign-extend 21 bits */
+	page = ((uintptr_t)code & ~(uintptr_t)0xfff) + (uintptr_t)(imm * 4096);
+	desc = (const void *const *)(page + ((insn[2] >> 10) & 0xfffu));
+	resolver = (const unsigned char *)__atomic_load_n(&desc[0], __ATOMIC_RELAXED);
+	if (resolver == 0)
+		return 0;
+	__builtin_memcpy(body, resolver, sizeof(body));
+	if (body[0] == 0xd503245fu) { /* bti c */
+		resolver += 4;
+		__builtin_memcpy(body, resolver, sizeof(body));
+	}
+	return body[0] == 0xf9400400u && body[1] == 0xd65f03c0u;
+}
 
 #endif /* OTEL_ARCH_AARCH64_TLSDESC_H */

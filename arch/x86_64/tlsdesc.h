@@ -5,6 +5,8 @@
 #ifndef OTEL_ARCH_X86_64_TLSDESC_H
 #define OTEL_ARCH_X86_64_TLSDESC_H
 
+#include <stdint.h>
+
 /*
  * OTEL__TLSDESC_ACCESSOR(fn, sym) defines `static inline void *fn(void)`,
  * the address of the thread-local `sym` (a string) in the calling thread.
@@ -115,5 +117,69 @@
 			  OTEL__AVX512_CLOBBERS);                               \
 		return addr;                                                    \
 	}
+
+/*
+ * The thread pointer: %fs:0 holds the address of the thread control block,
+ * which is the thread pointer itself (x86-64 psABI, TLS variant II).  Not
+ * volatile: it is fixed for the thread.
+ */
+static inline uintptr_t otel__thread_pointer(void)
+{
+	uintptr_t tp;
+
+	__asm__("mov	%%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+/*
+ * OTEL__TLSDESC_PROBE(name, sym): a function `name`, never called, that holds
+ * the TLSDESC access to `sym` as the linker left it, for
+ * otel__tlsdesc_is_static() to read.  Its bytes are the canonical window.
+ */
+#define OTEL__TLSDESC_PROBE(name, sym)                                          \
+	__asm__(".pushsection .text." name ",\"ax\",@progbits\n\t"             \
+		".p2align 4\n\t"                                                \
+		".globl	" name "\n\t"                                           \
+		".hidden	" name "\n\t"                                   \
+		".type	" name ", @function\n"                                  \
+		name ":\n\t"                                                    \
+		"lea	" sym "@tlsdesc(%rip), %rax\n\t"                        \
+		"call	*" sym "@tlscall(%rax)\n\t"                             \
+		"add	%fs:0, %rax\n\t"                                        \
+		"ret\n\t"                                                       \
+		".size	" name ", . - " name "\n\t"                             \
+		".popsection");
+
+/*
+ * Whether the TLS access at `code` (an OTEL__TLSDESC_PROBE) reaches static
+ * TLS, where a variable lies at the same offset from the thread pointer in
+ * every thread.  It does when the linker relaxed it (to local-exec or
+ * initial-exec: the lea is gone), which it does only in an executable; or
+ * when the descriptor names the resolver of static TLS, whose body is
+ * `mov 8(%rax), %rax; ret` in glibc and musl (after an endbr64 where the C
+ * library is built for CET) -- the same test the eBPF profiler's reader
+ * makes.  Anything else (the dynamic-TLS resolver, a lazy one, an unknown
+ * body) is "no": the caller then keeps to the TLSDESC call.
+ */
+static inline int otel__tlsdesc_is_static(const unsigned char *code)
+{
+	static const unsigned char lea_rax[3] = { 0x48, 0x8d, 0x05 };
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const unsigned char body[5] = { 0x48, 0x8b, 0x40, 0x08, 0xc3 };
+	const unsigned char *resolver;
+	const void *const *desc;
+	int32_t rel;
+
+	if (__builtin_memcmp(code, lea_rax, sizeof(lea_rax)) != 0)
+		return 1;
+	__builtin_memcpy(&rel, code + 3, sizeof(rel));
+	desc = (const void *const *)(const void *)(code + 7 + rel);
+	resolver = (const unsigned char *)__atomic_load_n(&desc[0], __ATOMIC_RELAXED);
+	if (resolver == 0)
+		return 0;
+	if (__builtin_memcmp(resolver, endbr64, sizeof(endbr64)) == 0)
+		resolver += sizeof(endbr64);
+	return __builtin_memcmp(resolver, body, sizeof(body)) == 0;
+}
 
 #endif /* OTEL_ARCH_X86_64_TLSDESC_H */
