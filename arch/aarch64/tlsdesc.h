@@ -111,9 +111,9 @@ static inline uintptr_t otel__thread_pointer(void)
  * every thread.  It does when the linker relaxed it (to local-exec or
  * initial-exec: the blr is a nop), which it does only in an executable; or
  * when the descriptor names the resolver of static TLS, whose body is
- * `ldr x0, [x0, #8]; ret` in glibc and musl (after a `bti c` where the C
- * library is built for BTI) -- the same test the eBPF profiler's reader
- * makes.  Anything else is "no": the caller keeps to the TLSDESC call.
+ * `ldr x0, [x0, #8]; ret` in glibc and musl, after a `bti c` where the C
+ * library is built for BTI, or the nop that stands for it where it is not
+ * (Debian 12's glibc: `nop; ldr x0, [x0, #8]; ret`).  Anything else is "no": the caller keeps to the TLSDESC call.
  */
 static inline int otel__tlsdesc_is_static(const unsigned char *code)
 {
@@ -137,7 +137,7 @@ static inline int otel__tlsdesc_is_static(const unsigned char *code)
 	if (resolver == 0)
 		return 0;
 	__builtin_memcpy(body, resolver, sizeof(body));
-	if (body[0] == 0xd503245fu) { /* bti c */
+	if (body[0] == 0xd503245fu || body[0] == 0xd503201fu) { /* bti c, nop */
 		resolver += 4;
 		__builtin_memcpy(body, resolver, sizeof(body));
 	}
