@@ -627,10 +627,14 @@ int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *result);
  * OTEL_THREAD_CTX_KEY_NAME_MAX bytes) and stores its index in *index.  A name
  * registered before gets its old index back, and nothing changes.  When the
  * process context is published, a new key is published with it before this
- * returns; if that fails, the key is not registered.
- * Errors: ENULL; ENAME; EKEYS when 256 names are registered; when the
- * process context is published, E2BIG or ENOMEM (the publication stays as it
- * was).  Takes a lock; not async-signal-safe.
+ * returns; if that fails, the key is not registered.  Published or not, a
+ * key is refused when the key map with it could not fit in a process
+ * context (OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX bytes, with no resource
+ * attributes), since the registry never forgets a name.
+ * Errors: ENULL; ENAME; EKEYS when 256 names are registered; E2BIG when the
+ * key map would not fit, or (published) the payload with the new key would
+ * not; ENOMEM (the publication stays as it was).  Takes a lock; not
+ * async-signal-safe.
  */
 int otel_thread_ctx_key_register(const char *name, unsigned int *index);
 

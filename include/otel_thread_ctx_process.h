@@ -223,8 +223,12 @@ struct otel_thread_ctx_process_options {
  * otel_thread_ctx_process_publish() with options, which hold until the
  * context is unpublished or otel_thread_ctx_process_update_with() replaces
  * them (otel_thread_ctx_process_update() and key registrations keep them).
- * NULL options are the defaults.  Errors: those of publish; EOPTIONS (size
- * too small, an unknown schema or fork value); those of the attributes
+ * NULL options are the defaults.  `size` follows the rule of
+ * struct otel_thread_ctx_options (otel_thread_ctx.h): a smaller struct (an
+ * older caller) gives the fields it lacks their defaults; a larger one is
+ * accepted only when every byte past this version's fields is zero.
+ * Errors: those of publish; EOPTIONS (size below sizeof(size_t), an unknown
+ * non-zero byte, an unknown schema or fork value); those of the attributes
  * (ENULL, EATTR, EUTF8, E2BIG: the whole payload counts).
  */
 int otel_thread_ctx_process_publish_with(const struct otel_thread_ctx_process_attr *resource,

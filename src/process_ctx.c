@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "options.h"
 #include "keys.h"
 #include "otel_thread_ctx_process.h"
 #include "protobuf.h"
@@ -522,13 +523,27 @@ static int keys_changed(unsigned int keys)
 	int err;
 
 	forget_if_forked();
-	if (header == NULL)
-		return OTEL_THREAD_CTX_OK;
+	if (header == NULL) {
+		/* Not published: the key is refused when no payload could hold
+		 * the key map, lest the registry, which never forgets, make
+		 * every later publication fail. */
+		struct otel__pb_writer w = otel__pb_measure();
+
+		put_process_context(&w, NULL, 0, NULL, 0, keys);
+		return w.len > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX ? OTEL_THREAD_CTX_E2BIG
+								     : OTEL_THREAD_CTX_OK;
+	}
 	err = build_payload(resource_pb, resource_len, extra_pb, extra_len, keys, &buf, &len);
 	if (err)
 		return err;
 	switch_payload(buf, len);
 	return OTEL_THREAD_CTX_OK;
+}
+
+/* The registry asks before it takes a key, published or not. */
+__attribute__((constructor)) static void watch_keys(void)
+{
+	otel__keys_on_change(keys_changed);
 }
 
 /* --- fork ------------------------------------------------------------------ */
@@ -589,14 +604,21 @@ static int read_options(const struct otel_thread_ctx_process_options *options,
 	p->extra_len = 0;
 	if (options == NULL)
 		return OTEL_THREAD_CTX_OK;
-	if (options->size < sizeof(*options) ||
-	    (options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV &&
-	     options->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1) ||
-	    (options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_DROP &&
-	     options->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH))
+	if (!otel__options_valid(options, sizeof(*options)))
 		return OTEL_THREAD_CTX_EOPTIONS;
-	p->schema = options->schema;
-	p->on_fork = options->on_fork;
+	if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_process_options, schema))
+		p->schema = options->schema;
+	if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_process_options, on_fork))
+		p->on_fork = options->on_fork;
+	if ((p->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLSDESC_V1_DEV &&
+	     p->schema != OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1) ||
+	    (p->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_DROP &&
+	     p->on_fork != OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH))
+		return OTEL_THREAD_CTX_EOPTIONS;
+	/* attributes and attribute_count come together. */
+	if (!OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_process_options,
+				attribute_count))
+		return OTEL_THREAD_CTX_OK;
 	return encode_attrs(options->attributes, options->attribute_count,
 			    PROCESS_CONTEXT_ATTRIBUTES, &p->extra, &p->extra_len);
 }

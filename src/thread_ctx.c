@@ -21,6 +21,7 @@
 
 #include "copy.h"
 #include "internal.h"
+#include "options.h"
 #include "pool.h"
 #include "tls.h"
 #include "utf8.h"
@@ -354,19 +355,12 @@ OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
 	if (options != NULL) {
-		size_t size = options->size;
-		const unsigned char *bytes = (const unsigned char *)options;
-
-		if (size < sizeof(size_t))
+		if (!otel__options_valid(options, OPTIONS_KNOWN))
 			return OTEL_THREAD_CTX_EOPTIONS;
-		/* A newer caller: what this version does not know must be 0. */
-		for (size_t i = OPTIONS_KNOWN; i < size; i++)
-			if (bytes[i] != 0)
-				return OTEL_THREAD_CTX_EOPTIONS;
-		if (size >= offsetof(struct otel_thread_ctx_options, attrs_capacity) +
-				    sizeof(unsigned int))
+		if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_options, attrs_capacity))
 			capacity = options->attrs_capacity;
-		if (size >= OPTIONS_KNOWN && options->reserved != 0)
+		if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_options, reserved) &&
+		    options->reserved != 0)
 			return OTEL_THREAD_CTX_EOPTIONS;
 		if (capacity > OTEL_THREAD_CTX_ATTRS_MAX)
 			return OTEL_THREAD_CTX_EOPTIONS;
