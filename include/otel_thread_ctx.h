@@ -101,6 +101,17 @@
  * pthread_atfork(); a child made by vfork() or a raw clone() system call
  * must only exec or _exit.)
  *
+ * Platforms
+ * ---------
+ * Linux on x86-64 and aarch64, with glibc or musl.  Elsewhere (macOS,
+ * Windows with a GNU-compatible compiler, other CPUs) the library builds as
+ * a no-op (meson option `noop`): every function is there, so a tracer that
+ * builds for several platforms needs no #ifdef of its own, and every
+ * function that would create, change or publish a context, or publish the
+ * process context, returns OTEL_THREAD_CTX_EUNSUPPORTED and changes nothing;
+ * the slot stays NULL, so the readers report nothing (ENOCTX); the key
+ * registry and the record decoders work as everywhere.
+ *
  * Errors
  * ------
  * Every function that can fail returns OTEL_THREAD_CTX_OK (0) or a negative
@@ -247,6 +258,10 @@ enum otel_thread_ctx_error {
 	 * past the fields this version knows, or a field out of range
 	 * (otel_thread_ctx_create_with(), otel_thread_ctx_process_publish_with()). */
 	OTEL_THREAD_CTX_EOPTIONS = -4021,
+	/* The library was built without thread-context support for this
+	 * platform (the no-op build: not Linux, or not x86-64 or aarch64):
+	 * nothing is ever published, every reader reports nothing. */
+	OTEL_THREAD_CTX_EUNSUPPORTED = -4023,
 };
 
 /* A static, English description of an error code of this header; never

@@ -5,7 +5,9 @@
 
 #include "copy.h"
 #include "internal.h"
+#ifndef OTEL__NOOP
 #include "tls.h"
+#endif
 
 #define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 
@@ -38,7 +40,12 @@ OTEL_EXPORT int otel_thread_ctx_read(struct otel_thread_ctx_record *out)
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+#ifdef OTEL__NOOP
+	/* The no-op build (src/noop.c) never publishes. */
+	rec = otel_thread_ctx_v1;
+#else
 	rec = __atomic_load_n(otel__slot_in_effect(), __ATOMIC_RELAXED);
+#endif
 	if (rec == NULL)
 		return OTEL_THREAD_CTX_ENOCTX;
 	return copy_record((const uint8_t *)rec, OTEL_THREAD_CTX_ATTRS_MAX, out);
