@@ -81,13 +81,20 @@ OTEL__TLSDESC_PROBE("otel__state_probe", "otel__thread_state")
 extern char otel__state_probe[] __attribute__((visibility("hidden")));
 static intptr_t state_offset;
 
+/* The TLS call, out of line: the registers it needs are saved there, not
+ * on the shortcut. */
+__attribute__((noinline)) static struct otel__thread *thread_self_call(void)
+{
+	return otel__thread_self();
+}
+
 static inline struct otel__thread *thread_self(void)
 {
 	intptr_t off = __atomic_load_n(&state_offset, __ATOMIC_RELAXED);
 
 	if (__builtin_expect(off != 0, 1))
 		return (struct otel__thread *)(otel__thread_pointer() + (uintptr_t)off);
-	return otel__thread_self();
+	return thread_self_call();
 }
 
 /* The offset in use, 0 when every path makes the TLSDESC call.  Hidden: for
