@@ -75,9 +75,10 @@ typedef struct {
 	 * NULL for none.  Keys must differ from each other and from the seven
 	 * above. */
 	const char **resource_attributes;
-	/* ProcessContext.attributes, in the same layout, or NULL.
-	 * libotel-thread-ctx publishes only its threadlocal.* entries there,
-	 * so publish fails on a non-empty list (doc/compat.md). */
+	/* ProcessContext.attributes, in the same layout, or NULL: published
+	 * after libotel-thread-ctx's own threadlocal.* entries.  Keys must be
+	 * non-empty, distinct, valid UTF-8 and not start with "threadlocal."
+	 * (doc/compat.md). */
 	const char **extra_attributes;
 	/* NULL: the schema version "tlsdesc_v1_dev" and the key registry as
 	 * it is are published (libotel-thread-ctx always publishes both). */
@@ -158,14 +159,13 @@ static inline bool otel_process_ctx_read_drop(otel_process_ctx_read_result *resu
 
 /*
  * Publishes the process context, or replaces the one this process
- * publishes (with libotel-thread-ctx's update protocol: same mapping, new
- * payload, new timestamp; a new mapping only when the schema version
- * changes).  In a child made by fork(), which inherits no context,
- * publishes a new one.  On failure, error_message says why and the context
- * stays as it was, with two exceptions: key names registered before a late
- * failure (memory, size, mapping) stay registered, and when the schema
- * version changes, the old context is withdrawn before the new one is
- * published, so a failure there leaves nothing published.
+ * publishes, in place, with libotel-thread-ctx's update protocol (same
+ * mapping, new payload, new timestamp), a change of schema version
+ * included: readers never see it withdrawn.  In a child made by fork(),
+ * which inherits no context, publishes a new one.  On failure,
+ * error_message says why and the context stays as it was; key names
+ * registered before a late failure (memory, size, mapping) stay
+ * registered, since the registry never forgets a name.
  * Thread-safe (libotel-thread-ctx's lock), not async-signal-safe.
  */
 otel_process_ctx_result otel_process_ctx_publish(const otel_process_ctx_data *data);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The ELF reader (src/elf_reader.h).  Everything is read and checked in
+ * The ELF reader (src/elf/elf_reader.h).  Everything is read and checked in
  * otel__elf_open_*(); the query functions only look at what was kept.
  *
  * How the checks are written: every range taken from the file goes through
