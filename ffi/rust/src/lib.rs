@@ -899,3 +899,8 @@ pub mod readme_example {}
 #[doc(hidden)]
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/readme_rust_inspect.md"))]
 pub mod readme_inspect_example {}
+
+/// The crate's README.md, whose example `cargo test` runs too.
+#[doc(hidden)]
+#[doc = include_str!("../README.md")]
+pub mod crate_readme {}
