@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Prints the size, alignment and field offsets of the public structs as the
- * C compiler lays them out, one "name value" per line, for the Rust crate's
+ * C compiler lays them out, the defaults of OTEL_THREAD_CTX_OPTIONS_INIT and
+ * every error code, one "name value" per line, for the Rust crate's
  * layout test (tests/layout.rs) to compare with its #[repr(C)] declarations,
  * and the Python binding's (tests/test_otel_thread_ctx.py) with its ctypes
  * structures.  Only headers are used: nothing is linked.
@@ -15,6 +16,7 @@
 #define SIZE(type, name) \
 	printf("%s.size %zu\n%s.align %zu\n", name, sizeof(type), name, alignof(type))
 #define FIELD(type, name, field) printf("%s.%s %zu\n", name, #field, offsetof(type, field))
+#define ERROR(code) printf("error.%s %d\n", #code, OTEL_THREAD_CTX_##code)
 
 int main(void)
 {
@@ -48,11 +50,18 @@ int main(void)
 	FIELD(struct otel_thread_ctx_self_check, "self_check", exporting_modules);
 	FIELD(struct otel_thread_ctx_self_check, "self_check", reason);
 
-	printf("error.EOPTIONS %d\n", OTEL_THREAD_CTX_EOPTIONS);
 	SIZE(struct otel_thread_ctx_options, "options");
 	printf("options.size_field %zu\n", offsetof(struct otel_thread_ctx_options, size));
-	FIELD(struct otel_thread_ctx_options, "options", flags);
 	FIELD(struct otel_thread_ctx_options, "options", attrs_capacity);
+	FIELD(struct otel_thread_ctx_options, "options", reserved);
+	{
+		/* What the bindings' defaults must equal. */
+		struct otel_thread_ctx_options init = OTEL_THREAD_CTX_OPTIONS_INIT;
+
+		printf("options_init.size %zu\noptions_init.attrs_capacity %u\n"
+		       "options_init.reserved %u\n",
+		       init.size, init.attrs_capacity, init.reserved);
+	}
 
 	SIZE(struct otel_thread_ctx_process_attr, "process_attr");
 	FIELD(struct otel_thread_ctx_process_attr, "process_attr", key);
@@ -126,6 +135,41 @@ int main(void)
 	FIELD(struct otel_thread_ctx_inspect_thread, "inspect_thread", record_address);
 	FIELD(struct otel_thread_ctx_inspect_thread, "inspect_thread", attrs_data_size);
 	FIELD(struct otel_thread_ctx_inspect_thread, "inspect_thread", record);
+
+	/* Every code of both headers: the bindings declare exactly these. */
+	ERROR(OK);
+	ERROR(E2BIG);
+	ERROR(ENOMEM);
+	ERROR(ENOSPC);
+	ERROR(ENULL);
+	ERROR(EIDS);
+	ERROR(EKEY);
+	ERROR(EVALUE);
+	ERROR(EUTF8);
+	ERROR(ETHREAD);
+	ERROR(ENOCTX);
+	ERROR(EINVALID);
+	ERROR(ETRUNCATED);
+	ERROR(ESLOT);
+	ERROR(ENAME);
+	ERROR(EKEYS);
+	ERROR(EUNKNOWNKEY);
+	ERROR(EPUBLISHED);
+	ERROR(ENOTPUBLISHED);
+	ERROR(EATTR);
+	ERROR(EMAP);
+	ERROR(ESYS);
+	ERROR(EDUPKEY);
+	ERROR(EOPTIONS);
+	ERROR(EPERM);
+	ERROR(ENOENT);
+	ERROR(ESRCH);
+	ERROR(EAGAIN);
+	ERROR(EFAULT);
+	ERROR(EFORMAT);
+	ERROR(EDECODE);
+	ERROR(ENOSLOT);
+	ERROR(EMODEL);
 
 	printf("key_max %u\nattrs_max %u\nvalue_max %u\nrecord_size %u\n",
 	       OTEL_THREAD_CTX_KEY_MAX, OTEL_THREAD_CTX_ATTRS_MAX, OTEL_THREAD_CTX_VALUE_MAX,

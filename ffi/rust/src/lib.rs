@@ -6,55 +6,66 @@
 //! gives Rust programs that access.
 //!
 //! Two layers: [`sys`], the C declarations as they are, and this module, a
-//! safe wrapper with the ownership rules of the C API in its types:
+//! safe wrapper:
 //!
-//! - a [`Context`] is owned and detached; dropping it destroys it;
-//! - [`Context::attach`] (or [`Context::update_attach`]) moves it into an
-//!   [`Attached`] guard, which publishes it on the calling thread.  It
-//!   cannot be freed while attached, and the guard is neither `Send` nor
-//!   `Sync`: the slot is the thread's.  Dropping the guard attaches the
-//!   context that was attached before (the C attach hands it back) and
-//!   destroys ours; [`Attached::detach`] does the same but returns ours;
+//! - a [`Context`] is a value (ids, trace flags, attributes), owned like a
+//!   `Vec`: its setters take `&mut self`, dropping it frees it, and nothing
+//!   of any thread is in it.  [`Context::attach`] takes `&self` and copies
+//!   what it holds into the calling thread's own record, which the thread
+//!   then publishes; so any number of threads may attach one context at once
+//!   (it is `Send` and `Sync`: share it in an `Arc`), and a context may be
+//!   edited, moved or dropped at any time without changing what any thread
+//!   publishes until that thread publishes again;
+//! - the [`Attached`] guard that `attach` returns holds what the thread
+//!   published before (a [`Context`] of its own) and puts exactly that back
+//!   when dropped, whatever happened meanwhile to the contexts involved.  It
+//!   is neither `Send` nor `Sync`: it restores on the thread that attached;
+//! - the fast paths of a tracer change what the calling thread publishes
+//!   without a context: [`update_span_id`] (a child span),
+//!   [`update_trace_flags`] (the sampling decision) and [`update_all`] (a
+//!   new request);
 //! - every failure is an [`Error`]: the library's code and its
 //!   `otel_thread_ctx_strerror()` text.  Nothing is truncated or adjusted on
 //!   the way: a value the library refuses is refused;
-//! - a [`SharedContext`] is frozen and published by any number of threads
-//!   at once: a task's context, which [`task::WithContext`] publishes on
-//!   whichever thread polls the task;
+//! - [`task::WithContext`] publishes a task's context on whichever thread
+//!   polls the task;
 //! - [`process`] publishes the process context, which names the attribute
 //!   keys for readers; with the cargo feature `inspect`, the module
 //!   `inspect` reads the process and thread contexts of another process
 //!   (libotel-thread-ctx-inspect).
 //!
 //! ```
-//! use otel_thread_ctx::{read, register_key, Context};
+//! use otel_thread_ctx::{read, register_key, update_span_id, Context};
 //!
 //! let route = register_key("http.route")?; // its index in the key map
 //! let mut ctx = Context::new()?;
 //! ctx.set_ids(&[0x11; 16], &[0x22; 8], 0x01)?;
 //! ctx.set_attr(route, "GET /users/{id}")?;
-//! let mut span = ctx.update_attach()?;
+//! let span = ctx.attach()?; // this thread publishes a copy of ctx
 //! assert_eq!(read()?.attr(route), Some(&b"GET /users/{id}"[..]));
-//! span.update_span_id(&[0x33; 8])?; // a child span
+//! update_span_id(&[0x33; 8])?; // a child span, on this thread only
 //! assert_eq!(read()?.span_id(), [0x33; 8]);
+//! assert_eq!(ctx.record()?.span_id(), [0x22; 8], "the context is unchanged");
 //! drop(span); // the thread publishes what it did before: nothing
 //! assert_eq!(read().unwrap_err(), otel_thread_ctx::Error::ENOCTX);
 //! # Ok::<(), otel_thread_ctx::Error>(())
 //! ```
 //!
-//! An attached context cannot be sent to another thread:
+//! The guard restores on the thread that attached, so it cannot be sent to
+//! another thread:
 //!
 //! ```compile_fail,E0277
-//! let span = otel_thread_ctx::Context::new().unwrap().attach().unwrap();
+//! let ctx = otel_thread_ctx::Context::new().unwrap();
+//! let span = ctx.attach().unwrap();
 //! std::thread::spawn(move || drop(span));
 //! ```
 //!
-//! nor used as a detached one once it is attached (it has moved):
+//! and a context shared between threads is read-only: the setters need the
+//! only reference to it.
 //!
-//! ```compile_fail,E0382
-//! let ctx = otel_thread_ctx::Context::new().unwrap();
-//! let span = ctx.attach().unwrap();
-//! drop(ctx);
+//! ```compile_fail,E0596
+//! let ctx = std::sync::Arc::new(otel_thread_ctx::Context::new().unwrap());
+//! ctx.set_span_id(&[1; 8]).unwrap();
 //! ```
 //!
 //! Linking: `build.rs` asks `pkg-config --libs otel-thread-ctx` (or takes
@@ -62,14 +73,12 @@
 //! directory in the rpath of the programs it links.  Doctests get no rpath:
 //! for them, put the directory in `LD_LIBRARY_PATH` unless it is a system one.
 
-use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
 
 #[cfg(feature = "inspect")]
 pub mod inspect;
@@ -101,8 +110,6 @@ error_consts!(
     EVALUE = sys::OTEL_THREAD_CTX_EVALUE,
     EUTF8 = sys::OTEL_THREAD_CTX_EUTF8,
     ENOSPC = sys::OTEL_THREAD_CTX_ENOSPC,
-    EBUSY = sys::OTEL_THREAD_CTX_EBUSY,
-    EPENDING = sys::OTEL_THREAD_CTX_EPENDING,
     ENOMEM = sys::OTEL_THREAD_CTX_ENOMEM,
     ETHREAD = sys::OTEL_THREAD_CTX_ETHREAD,
     ENOCTX = sys::OTEL_THREAD_CTX_ENOCTX,
@@ -114,7 +121,6 @@ error_consts!(
     EUNKNOWNKEY = sys::OTEL_THREAD_CTX_EUNKNOWNKEY,
     EDUPKEY = sys::OTEL_THREAD_CTX_EDUPKEY,
     EOPTIONS = sys::OTEL_THREAD_CTX_EOPTIONS,
-    EFROZEN = sys::OTEL_THREAD_CTX_EFROZEN,
     E2BIG = sys::OTEL_THREAD_CTX_E2BIG,
     EPUBLISHED = sys::OTEL_THREAD_CTX_EPUBLISHED,
     ENOTPUBLISHED = sys::OTEL_THREAD_CTX_ENOTPUBLISHED,
@@ -211,496 +217,368 @@ fn with_c_attrs<V: AsRef<[u8]>>(
     check(f(c_attrs.as_ptr(), c_attrs.len()))
 }
 
-// The draft setters and commits, the same on a detached Context and on an
-// Attached one.
-macro_rules! editing_methods {
-    () => {
-        /// Sets both ids and the trace flags of the draft (all-zero ids with
-        /// flags 0 clear them).  Errors: EIDS when exactly one id is all
-        /// zero, or flags are set without ids.
-        pub fn set_ids(&mut self, trace_id: &[u8; 16], span_id: &[u8; 8], trace_flags: u8) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_set_ids(self.raw(), trace_id, span_id, trace_flags) })
-        }
-
-        /// Changes the span id of the draft.  Errors: EIDS when it is all
-        /// zero or there is no trace id.
-        pub fn set_span_id(&mut self, span_id: &[u8; 8]) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_set_span_id(self.raw(), span_id) })
-        }
-
-        /// Changes the trace flags of the draft.  Errors: EIDS when they are
-        /// non-zero and there are no ids.
-        pub fn set_trace_flags(&mut self, trace_flags: u8) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_set_trace_flags(self.raw(), trace_flags) })
-        }
-
-        /// Removes the ids and flags from the draft.
-        pub fn clear_ids(&mut self) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_clear_ids(self.raw()) })
-        }
-
-        /// Sets attribute `key` (0..=255) of the draft to `value` (UTF-8, at
-        /// most 255 bytes).  Errors: EKEY, EVALUE, EUTF8, ENOSPC.
-        pub fn set_attr(&mut self, key: u32, value: impl AsRef<[u8]>) -> Result<()> {
-            let value = value.as_ref();
-            check(unsafe {
-                sys::otel_thread_ctx_set_attr(self.raw(), key, value.as_ptr() as *const c_void, value.len())
-            })
-        }
-
-        /// Removes attribute `key` from the draft (absent is no error).
-        /// Errors: EKEY.
-        pub fn remove_attr(&mut self, key: u32) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_remove_attr(self.raw(), key) })
-        }
-
-        /// Removes every attribute from the draft.
-        pub fn clear_attrs(&mut self) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_clear_attrs(self.raw()) })
-        }
-
-        /// Removes ids, flags and attributes from the draft.
-        pub fn clear(&mut self) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_clear(self.raw()) })
-        }
-
-        /// Replaces all attributes of the draft, in this order; keys must
-        /// be distinct.  Errors: EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC.
-        pub fn set_attrs<V: AsRef<[u8]>>(&mut self, attrs: &[(u32, V)]) -> Result<()> {
-            let ctx = self.raw();
-            with_c_attrs(attrs, |p, n| unsafe { sys::otel_thread_ctx_set_attrs(ctx, p, n) })
-        }
-
-        /// Commits the draft: it becomes the published record (on this
-        /// thread at once, when attached).
-        pub fn update(&mut self) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_update(self.raw()) })
-        }
-
-        /// A child span: sets the span id and commits, in one call.
-        /// Errors: EIDS.
-        pub fn update_span_id(&mut self, span_id: &[u8; 8]) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_update_span_id(self.raw(), span_id) })
-        }
-
-        /// A new request: ids, flags and all attributes, checked together
-        /// and committed in one call.  Errors: those of `set_ids` and
-        /// `set_attrs`; nothing changes on error.
-        pub fn update_all<V: AsRef<[u8]>>(
-            &mut self,
-            trace_id: &[u8; 16],
-            span_id: &[u8; 8],
-            trace_flags: u8,
-            attrs: &[(u32, V)],
-        ) -> Result<()> {
-            let ctx = self.raw();
-            with_c_attrs(attrs, |p, n| unsafe {
-                sys::otel_thread_ctx_update_all(ctx, trace_id, span_id, trace_flags, p, n)
-            })
-        }
-
-        /// The sampling decision arrived: sets the trace flags and commits,
-        /// in one call.  Errors: EIDS when they are non-zero and there are
-        /// no ids.
-        pub fn update_trace_flags(&mut self, trace_flags: u8) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_update_trace_flags(self.raw(), trace_flags) })
-        }
-
-        /// What the context has committed (its published record, even while
-        /// invalidated), read back: to restore a parent span, or to copy a
-        /// context to a new task.
-        pub fn committed(&self) -> Result<Record> {
-            committed(self.raw())
-        }
-
-        /// Withdraws what the context publishes (a thread that has it
-        /// attached publishes nothing) until the next commit.
-        pub fn invalidate(&mut self) -> Result<()> {
-            check(unsafe { sys::otel_thread_ctx_invalidate(self.raw()) })
-        }
-
-        /// The C context, for calls into other C code that takes one.  It
-        /// stays owned by `self`.
-        pub fn as_ptr(&self) -> *mut sys::otel_thread_ctx {
-            self.raw.as_ptr()
-        }
-
-        fn raw(&self) -> *mut sys::otel_thread_ctx {
-            self.raw.as_ptr()
-        }
-    };
-}
-
-/// A detached context, owned: dropping it destroys it.
+/// A context: trace and span ids, trace flags and attributes, as the record
+/// a thread attaching it publishes.  A value, owned: dropping it frees it.
 ///
-/// It may move to another thread (`Send`); it is not `Sync`.
+/// The setters change the context and nothing else: a thread that attached
+/// it publishes the change only when it publishes the context again
+/// ([`Context::update`] or [`Context::attach`]).  No thread's slot ever
+/// leads into a context: attaching copies it.
+///
+/// It is `Send` and `Sync`.  The library reads a context in `attach`,
+/// `update`, `copy` (its source) and `get`, and writes it only in the
+/// setters, `copy` (its destination), `save` and `detach` (their `saved`),
+/// and no thread keeps a pointer to it after a call returns; like any value,
+/// it may be read by several threads at once and written by one while no
+/// other uses it.  Here every call that reads takes `&self` and every call
+/// that writes takes `&mut self`, so the borrow rules give exactly that:
+/// share one context between threads in an `Arc` and each may attach it at
+/// once; to change it, own it.
 pub struct Context {
     raw: NonNull<sys::otel_thread_ctx>,
-    _not_sync: PhantomData<Cell<()>>,
+    // The capacity it was created with (the library does not say).
+    capacity: u32,
 }
 
-// SAFETY: a detached context is plain memory the library lets any one
-// thread at a time edit; Context owns it exclusively.
+// SAFETY: a context is plain memory that no thread's state refers to (see
+// the type's comment); Context owns it exclusively, reads it only through
+// &self and writes it only through &mut self.
 unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
 
 impl Context {
-    /// `otel_thread_ctx_create_with()`: a context whose published record is
-    /// valid and empty.  It is created with
-    /// `OTEL_THREAD_CTX_FREE_WITH_THREAD`: a context a guard left attached
-    /// (see [`Attached`]) is freed by its thread when the thread exits.
+    /// `otel_thread_ctx_create()`: an empty context (a valid record with no
+    /// ids and no attributes), with room for 612 bytes of attributes.
     /// Errors: ENOMEM.
     pub fn new() -> Result<Context> {
         Context::with_options(ContextOptions::default())
     }
 
-    /// `otel_thread_ctx_create_with()`: a context with room for
-    /// `attrs_capacity` bytes of attribute entries, freed by its thread or
-    /// not (see [`ContextOptions`]).  Errors: EOPTIONS (a capacity above
-    /// 612), ENOMEM.
+    /// `otel_thread_ctx_create_with()`: an empty context with room for
+    /// `attrs_capacity` bytes of attribute entries.  Errors: EOPTIONS (a
+    /// capacity above 612), ENOMEM.
     pub fn with_options(options: ContextOptions) -> Result<Context> {
         let mut raw = ptr::null_mut();
         let c_options = sys::otel_thread_ctx_options {
-            flags: if options.free_with_thread { sys::OTEL_THREAD_CTX_FREE_WITH_THREAD } else { 0 },
             attrs_capacity: options.attrs_capacity,
             ..Default::default()
         };
         check(unsafe { sys::otel_thread_ctx_create_with(&mut raw, &c_options) })?;
         let raw = NonNull::new(raw).ok_or(Error::ENULL)?;
-        Ok(Context { raw, _not_sync: PhantomData })
+        Ok(Context { raw, capacity: options.attrs_capacity })
     }
 
-    editing_methods!();
-
-    /// `otel_thread_ctx_freeze()`: commits what the context holds and makes
-    /// it an immutable [`SharedContext`], which any number of threads may
-    /// publish at once (a task that runs on several threads).  Errors:
-    /// EOPTIONS for a context freed with its thread (the default of
-    /// [`Context::new`]: create it with `free_with_thread: false`); the
-    /// context then comes back in the [`AttachError`].
-    pub fn freeze(self) -> std::result::Result<SharedContext, AttachError> {
-        if let Err(error) = check(unsafe { sys::otel_thread_ctx_freeze(self.raw()) }) {
-            return Err(AttachError { error, context: self });
-        }
-        let this = ManuallyDrop::new(self);
-        Ok(SharedContext { inner: Arc::new(Frozen { raw: this.raw }) })
+    /// Bytes of attribute entries it can hold (`attrs_capacity`).
+    pub fn capacity(&self) -> u32 {
+        self.capacity
     }
 
-    /// Publishes the context on the calling thread, which runs its span
-    /// until the guard is dropped.  Errors: EPENDING when the draft has
-    /// edits not committed (use [`Context::update_attach`]); ETHREAD.  On
-    /// error the context comes back in the [`AttachError`].
-    pub fn attach(self) -> std::result::Result<Attached, AttachError> {
-        self.attach_with(sys::otel_thread_ctx_attach)
+    /// Sets both ids and the trace flags (all-zero ids with flags 0 clear
+    /// them).  Errors: EIDS when exactly one id is all zero, or flags are
+    /// set without ids.
+    pub fn set_ids(&mut self, trace_id: &[u8; 16], span_id: &[u8; 8], trace_flags: u8) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_set_ids(self.as_mut_ptr(), trace_id, span_id, trace_flags) })
     }
 
-    /// Commits the draft and publishes the context on the calling thread,
-    /// with one store to the slot.  Errors: ETHREAD.
-    pub fn update_attach(self) -> std::result::Result<Attached, AttachError> {
-        self.attach_with(sys::otel_thread_ctx_update_attach)
+    /// Changes the span id.  Errors: EIDS when it is all zero or there is
+    /// no trace id.
+    pub fn set_span_id(&mut self, span_id: &[u8; 8]) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_set_span_id(self.as_mut_ptr(), span_id) })
     }
 
-    fn attach_with(
-        self,
-        f: unsafe extern "C" fn(*mut sys::otel_thread_ctx, *mut *mut sys::otel_thread_ctx) -> c_int,
-    ) -> std::result::Result<Attached, AttachError> {
-        let mut prev = ptr::null_mut();
-        if let Err(error) = check(unsafe { f(self.raw(), &mut prev) }) {
-            return Err(AttachError { error, context: self });
-        }
-        let this = ManuallyDrop::new(self);
-        Ok(Attached { raw: this.raw, prev, _not_send: PhantomData })
+    /// Changes the trace flags.  Errors: EIDS when they are non-zero and
+    /// there are no ids.
+    pub fn set_trace_flags(&mut self, trace_flags: u8) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_set_trace_flags(self.as_mut_ptr(), trace_flags) })
+    }
+
+    /// Removes the ids and flags.
+    pub fn clear_ids(&mut self) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_clear_ids(self.as_mut_ptr()) })
+    }
+
+    /// Sets attribute `key` (0..=255) to `value` (UTF-8, at most 255
+    /// bytes), in place of its value if it has one.  Errors: EKEY, EVALUE,
+    /// EUTF8, ENOSPC.
+    pub fn set_attr(&mut self, key: u32, value: impl AsRef<[u8]>) -> Result<()> {
+        let value = value.as_ref();
+        check(unsafe {
+            sys::otel_thread_ctx_set_attr(self.as_mut_ptr(), key, value.as_ptr() as *const c_void, value.len())
+        })
+    }
+
+    /// Removes attribute `key` (absent is no error).  Errors: EKEY.
+    pub fn remove_attr(&mut self, key: u32) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_remove_attr(self.as_mut_ptr(), key) })
+    }
+
+    /// Removes every attribute.
+    pub fn clear_attrs(&mut self) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_clear_attrs(self.as_mut_ptr()) })
+    }
+
+    /// Removes ids, flags and attributes: the context holds an empty
+    /// record.
+    pub fn clear(&mut self) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_clear(self.as_mut_ptr()) })
+    }
+
+    /// Replaces all the attributes, in this order; keys must be distinct.
+    /// Errors: EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC.
+    pub fn set_attrs<V: AsRef<[u8]>>(&mut self, attrs: &[(u32, V)]) -> Result<()> {
+        let ctx = self.as_mut_ptr();
+        with_c_attrs(attrs, |p, n| unsafe { sys::otel_thread_ctx_set_attrs(ctx, p, n) })
+    }
+
+    /// `otel_thread_ctx_copy()`: makes this context hold what `src` holds
+    /// (a task that inherits its parent's context), without allocating.
+    /// Errors: ENOSPC when src's attributes do not fit in this capacity.
+    pub fn copy_from(&mut self, src: &Context) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_copy(self.as_mut_ptr(), src.as_ptr()) })
+    }
+
+    /// A new context of the same capacity holding the same value.  Errors:
+    /// ENOMEM.  ([`Clone`] does the same and panics when out of memory.)
+    pub fn try_clone(&self) -> Result<Context> {
+        let mut copy = Context::with_options(ContextOptions { attrs_capacity: self.capacity })?;
+        copy.copy_from(self)?;
+        Ok(copy)
+    }
+
+    /// `otel_thread_ctx_get()`: what it holds, as the record a thread
+    /// attaching it publishes.  Errors: ENOCTX when it holds no record (it
+    /// saved "nothing published": see [`Attached::saved`]).
+    pub fn record(&self) -> Result<Record> {
+        let mut rec = Record { raw: EMPTY_RECORD };
+        check(unsafe { sys::otel_thread_ctx_get(self.as_ptr(), &mut rec.raw) })?;
+        Ok(rec)
+    }
+
+    /// Whether it holds a record: false only for a saved "nothing
+    /// published", which a setter turns into an empty record.
+    pub fn holds_record(&self) -> bool {
+        self.record().is_ok()
+    }
+
+    /// `otel_thread_ctx_attach()`: the calling thread publishes a copy of
+    /// this context until the guard is dropped, which puts back what the
+    /// thread published before.  The guard holds a context of its own for
+    /// that (allocated here; [`Context::attach_with`] takes one instead).
+    /// Attaching a context that holds no record unpublishes.  Errors:
+    /// ENOMEM, ETHREAD (the first publication of a thread only).
+    pub fn attach(&self) -> Result<Attached> {
+        self.attach_with(Context::new()?)
+    }
+
+    /// [`Context::attach`], with `saved` receiving what the thread
+    /// published before: no allocation.  Whatever `saved` held is
+    /// overwritten; [`Attached::restore`] gives it back, to use again.
+    /// Errors: ENOSPC when `saved`'s capacity is smaller than the attributes
+    /// the thread publishes; ENOMEM, ETHREAD.  On error nothing changes and
+    /// `saved` is dropped.
+    pub fn attach_with(&self, mut saved: Context) -> Result<Attached> {
+        check(unsafe { sys::otel_thread_ctx_attach(self.as_ptr(), saved.as_mut_ptr()) })?;
+        Ok(Attached { saved: ManuallyDrop::new(saved), _not_send: PhantomData })
+    }
+
+    /// `otel_thread_ctx_update()`: the calling thread publishes a copy of
+    /// what this context holds now, in place of whatever it published, and
+    /// keeps nothing to put back (a guard that ends puts back what it
+    /// replaced).  Errors: ENOMEM, ETHREAD (the first publication of a thread
+    /// only).
+    pub fn update(&self) -> Result<()> {
+        check(unsafe { sys::otel_thread_ctx_update(self.as_ptr()) })
+    }
+
+    /// The C context, for calls into other C code that reads one.  It stays
+    /// owned by `self`.
+    pub fn as_ptr(&self) -> *const sys::otel_thread_ctx {
+        self.raw.as_ptr()
+    }
+
+    /// The C context, for calls into other C code that writes one.
+    pub fn as_mut_ptr(&mut self) -> *mut sys::otel_thread_ctx {
+        self.raw.as_ptr()
     }
 }
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // A Context is never attached (attaching moves it into Attached), so
-        // this does not fail.
-        unsafe { sys::otel_thread_ctx_destroy(self.raw()) };
+        // Threads that attached it keep publishing their copies.
+        unsafe { sys::otel_thread_ctx_destroy(self.raw.as_ptr()) };
     }
 }
 
+impl Clone for Context {
+    /// [`Context::try_clone`].
+    ///
+    /// # Panics
+    ///
+    /// When out of memory.
+    fn clone(&self) -> Context {
+        self.try_clone().expect("otel-thread-ctx: cloning a context")
+    }
+
+    /// [`Context::copy_from`] when the value fits, without allocating.
+    fn clone_from(&mut self, source: &Context) {
+        if self.copy_from(source).is_err() {
+            *self = source.clone();
+        }
+    }
+}
+
+/// Two contexts are equal when they hold the same record (the same
+/// attribute entries, in the same order), or both hold none; the capacity
+/// does not count.
+impl PartialEq for Context {
+    fn eq(&self, other: &Context) -> bool {
+        self.record() == other.record()
+    }
+}
+
+impl Eq for Context {}
+
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("ptr", &self.raw).finish()
+        let mut d = f.debug_struct("Context");
+        match self.record() {
+            Ok(rec) => d.field("record", &rec),
+            Err(_) => d.field("record", &format_args!("none")),
+        };
+        d.field("capacity", &self.capacity).finish()
     }
 }
 
 /// How [`Context::with_options`] creates a context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContextOptions {
-    /// Bytes of attribute entries its records hold, 0 (ids only) to 612
-    /// (the default); setters that would need more fail with ENOSPC.
+    /// Bytes of attribute entries it holds, 0 (ids only: the context then
+    /// takes 36 bytes) to 612 (the default); setters that would need more
+    /// fail with ENOSPC.
     pub attrs_capacity: u32,
-    /// `OTEL_THREAD_CTX_FREE_WITH_THREAD` (the default): a context an
-    /// [`Attached`] guard left attached (forgotten, or dropped out of
-    /// order) is freed by its thread when the thread exits.  Without it
-    /// such a context is never freed; with it, it cannot be frozen.
-    pub free_with_thread: bool,
 }
 
 impl Default for ContextOptions {
     fn default() -> Self {
-        ContextOptions {
-            attrs_capacity: sys::OTEL_THREAD_CTX_ATTRS_MAX as u32,
-            free_with_thread: true,
-        }
+        ContextOptions { attrs_capacity: sys::OTEL_THREAD_CTX_ATTRS_MAX as u32 }
     }
 }
 
-/// `otel_thread_ctx_committed()` of a context the caller may read.
-fn committed(raw: *mut sys::otel_thread_ctx) -> Result<Record> {
-    let mut rec = Record { raw: EMPTY_RECORD };
-    check(unsafe { sys::otel_thread_ctx_committed(raw, &mut rec.raw) })?;
-    Ok(rec)
-}
-
-/// A failed [`Context::attach`] or [`Context::freeze`]: the error and the
-/// context, still detached.
-pub struct AttachError {
-    pub error: Error,
-    pub context: Context,
-}
-
-impl AttachError {
-    /// The context, to try again or drop.
-    pub fn into_context(self) -> Context {
-        self.context
-    }
-}
-
-impl From<AttachError> for Error {
-    fn from(e: AttachError) -> Error {
-        e.error
-    }
-}
-
-impl fmt::Debug for AttachError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.error, f)
-    }
-}
-
-impl fmt::Display for AttachError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
-    }
-}
-
-impl std::error::Error for AttachError {}
-
-/// A context attached to the calling thread: "this thread runs span X".
+/// What the calling thread published before an attach, put back when the
+/// guard is dropped: a scope.
 ///
-/// Edits and commits go through the guard (commits publish at once).  Drop
-/// it, or call [`Attached::detach`], on the thread that attached it (it is
-/// neither `Send` nor `Sync`), in the reverse order of attaching, as scopes
-/// do: the thread then publishes again the context that was attached before.
+/// The guard owns a copy of what the attach replaced (a [`Context`], which
+/// holds no record when the thread published nothing), so it puts back
+/// exactly that, whatever happened meanwhile: the context attached may be
+/// edited or dropped, and so may the one attached before, which the thread
+/// publishes again as it was when it was replaced.
 ///
-/// If a guard is dropped while another context attached after it is still
-/// attached, nothing is changed and its context is left to the later guard,
-/// which will attach it when it ends: the thread then keeps publishing it,
-/// and the library frees it when the thread exits.  No memory is freed that
-/// the thread may still use.
+/// Drop it on the thread that attached (it is neither `Send` nor `Sync`).
+/// Scopes nest: drop guards in the reverse order of attaching, as scopes
+/// do.  Dropped in another order, each still puts back what its own attach
+/// replaced, so the thread ends up publishing what the last one dropped
+/// saved.
+#[must_use = "dropping the guard at once puts back what the thread published before"]
 pub struct Attached {
-    raw: NonNull<sys::otel_thread_ctx>,
-    // What the attach replaced (NULL: nothing), handed back by the library.
-    prev: *mut sys::otel_thread_ctx,
-    _not_send: PhantomData<*mut ()>,
+    saved: ManuallyDrop<Context>,
+    _not_send: PhantomData<*const ()>,
 }
 
 impl Attached {
-    editing_methods!();
-
-    /// Ends the span: the thread publishes what it published before, and
-    /// the context, detached, comes back.  Errors: EBUSY when a context
-    /// attached later is still attached (the context is then left to it,
-    /// as for drop); an error of re-attaching the previous context (ours
-    /// is then left attached).
-    pub fn detach(self) -> Result<Context> {
-        let this = ManuallyDrop::new(self);
-        this.restore()?;
-        Ok(Context { raw: this.raw, _not_sync: PhantomData })
+    /// What the guard puts back: what the thread published before the
+    /// attach (a context that holds no record: nothing).
+    pub fn saved(&self) -> &Context {
+        &self.saved
     }
 
-    /// Whether a context was attached before this one (and will be again).
+    /// Whether the thread published something before the attach.
     pub fn has_previous(&self) -> bool {
-        !self.prev.is_null()
+        self.saved.holds_record()
     }
 
-    fn restore(&self) -> Result<()> {
-        restore(self.raw(), self.prev)
-    }
-}
-
-/// Ends what an attach of `raw` began on the calling thread: it publishes
-/// `prev` (NULL: nothing) again.  EBUSY, changing nothing, when `raw` is not
-/// the attached context (a context attached later still is).
-fn restore(raw: *mut sys::otel_thread_ctx, prev: *mut sys::otel_thread_ctx) -> Result<()> {
-    if unsafe { sys::otel_thread_ctx_current() } != raw {
-        return Err(Error::EBUSY);
-    }
-    let mut out = ptr::null_mut();
-    if prev.is_null() {
-        check(unsafe { sys::otel_thread_ctx_detach(&mut out) })
-    } else {
-        // The previous context may have been edited meanwhile (its
-        // owner may edit a detached context): publish what it holds.
-        let rc = unsafe { sys::otel_thread_ctx_attach(prev, &mut out) };
-        if rc == sys::OTEL_THREAD_CTX_EPENDING {
-            check(unsafe { sys::otel_thread_ctx_update_attach(prev, &mut out) })
-        } else {
-            check(rc)
-        }
+    /// Ends the scope as dropping the guard does, and returns the context
+    /// that held what was put back, for [`Context::attach_with`] to use
+    /// again.  Errors: those of [`Context::update`], which cannot happen on
+    /// a thread that attached before (its records are taken).
+    pub fn restore(self) -> Result<Context> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: taken once; `this` is never dropped.
+        let saved = unsafe { ManuallyDrop::take(&mut this.saved) };
+        saved.update()?;
+        Ok(saved)
     }
 }
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        if self.restore().is_ok() {
-            unsafe { sys::otel_thread_ctx_destroy(self.raw()) };
-        }
+        // Cannot fail: the thread published (its records are taken) or
+        // `saved` holds no record.
+        let _ = self.saved.update();
+        // SAFETY: dropped once, here.
+        unsafe { ManuallyDrop::drop(&mut self.saved) };
     }
 }
 
 impl fmt::Debug for Attached {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Attached").field("ptr", &self.raw).field("prev", &self.prev).finish()
+        f.debug_struct("Attached").field("saved", &*self.saved).finish()
     }
 }
 
-/// A frozen context: immutable, and shared by any number of threads at
-/// once (`otel_thread_ctx_freeze()`), for a task that an async runtime runs
-/// on several threads ([`task::WithContext`] publishes it while the task's
-/// future is polled).
-///
-/// Cloning is cheap: the clones share the caller's reference, which the
-/// last one dropped gives up; each thread that publishes it holds a
-/// reference of its own, so it outlives the clones while a thread still
-/// publishes it.  It is `Send` and `Sync`.  To change what a task
-/// publishes, freeze a new context.
-#[derive(Clone)]
-pub struct SharedContext {
-    inner: Arc<Frozen>,
+/// `otel_thread_ctx_detach()`: the calling thread publishes nothing.
+pub fn detach() -> Result<()> {
+    check(unsafe { sys::otel_thread_ctx_detach(ptr::null_mut()) })
 }
 
-struct Frozen {
-    raw: NonNull<sys::otel_thread_ctx>,
+/// `otel_thread_ctx_save()`: a new context holding what the calling thread
+/// publishes (none when it publishes nothing); nothing else changes.
+/// [`Context::update`] of it publishes that again.  Errors: ENOMEM.
+pub fn save() -> Result<Context> {
+    let mut saved = Context::new()?;
+    save_into(&mut saved)?;
+    Ok(saved)
 }
 
-// SAFETY: a frozen context is immutable; the library lets any thread
-// attach it, read it back and give up a reference to it.
-unsafe impl Send for Frozen {}
-unsafe impl Sync for Frozen {}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        // The caller's reference; threads that publish it keep theirs.
-        unsafe { sys::otel_thread_ctx_destroy(self.raw.as_ptr()) };
-    }
+/// `otel_thread_ctx_save()` into a context of the caller's, without
+/// allocating.  Errors: ENOSPC when its capacity is smaller than the
+/// attributes the thread publishes (it is then unchanged).
+pub fn save_into(saved: &mut Context) -> Result<()> {
+    check(unsafe { sys::otel_thread_ctx_save(saved.as_mut_ptr()) })
 }
 
-impl SharedContext {
-    /// A frozen context publishing these ids, flags and attributes (created
-    /// with room for them, not freed with a thread).  Errors: those of
-    /// [`Context::update_all`].
-    pub fn new<V: AsRef<[u8]>>(
-        trace_id: &[u8; 16],
-        span_id: &[u8; 8],
-        trace_flags: u8,
-        attrs: &[(u32, V)],
-    ) -> Result<SharedContext> {
-        let mut ctx = Context::with_options(ContextOptions { free_with_thread: false, ..Default::default() })?;
-        ctx.update_all(trace_id, span_id, trace_flags, attrs)?;
-        ctx.freeze().map_err(Error::from)
-    }
-
-    /// Publishes the context on the calling thread until the guard is
-    /// dropped, which publishes again what the thread published before.
-    /// Any number of threads may publish it at once.  Errors: ETHREAD.
-    pub fn attach(&self) -> Result<SharedAttached> {
-        let mut prev = ptr::null_mut();
-        check(unsafe { sys::otel_thread_ctx_attach(self.as_ptr(), &mut prev) })?;
-        Ok(SharedAttached { shared: self.clone(), prev, _not_send: PhantomData })
-    }
-
-    /// What it publishes, read back (from any thread).
-    pub fn committed(&self) -> Result<Record> {
-        committed(self.as_ptr())
-    }
-
-    /// The C context, for calls into other C code that takes one.
-    pub fn as_ptr(&self) -> *mut sys::otel_thread_ctx {
-        self.inner.raw.as_ptr()
-    }
+/// `otel_thread_ctx_update_span_id()`: a child span.  The calling thread
+/// publishes what it did with this span id; no context changes.  Errors:
+/// EIDS when it is all zero or the thread's record has no trace id; ENOCTX
+/// when the thread publishes nothing.
+pub fn update_span_id(span_id: &[u8; 8]) -> Result<()> {
+    check(unsafe { sys::otel_thread_ctx_update_span_id(span_id) })
 }
 
-impl fmt::Debug for SharedContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SharedContext").field("ptr", &self.inner.raw).finish()
-    }
+/// `otel_thread_ctx_update_trace_flags()`: the sampling decision, after
+/// the span was published.  The calling thread publishes what it did with
+/// these flags.  Errors: ENOCTX when the thread publishes nothing; EIDS
+/// when they are non-zero and its record has no ids.
+pub fn update_trace_flags(trace_flags: u8) -> Result<()> {
+    check(unsafe { sys::otel_thread_ctx_update_trace_flags(trace_flags) })
 }
 
-/// A [`SharedContext`] published by the calling thread, until dropped.
-///
-/// Drop it on the thread that attached it (it is neither `Send` nor
-/// `Sync`), in the reverse order of attaching: the thread then publishes
-/// again what it published before.  A guard dropped while a context
-/// attached after it still is changes nothing and keeps the shared context
-/// alive, until the thread exits, for the later guard, which attaches it
-/// again when it ends.
-pub struct SharedAttached {
-    shared: SharedContext,
-    prev: *mut sys::otel_thread_ctx,
-    _not_send: PhantomData<*mut ()>,
+/// `otel_thread_ctx_update_all()`: a new request.  The calling thread
+/// publishes these ids, flags and attributes, whatever it published before,
+/// checked together (against a capacity of 612 bytes).  Errors: those of
+/// [`Context::set_ids`] and [`Context::set_attrs`]; ENOMEM, ETHREAD (the
+/// first publication of a thread only); nothing changes on error.
+pub fn update_all<V: AsRef<[u8]>>(
+    trace_id: &[u8; 16],
+    span_id: &[u8; 8],
+    trace_flags: u8,
+    attrs: &[(u32, V)],
+) -> Result<()> {
+    with_c_attrs(attrs, |p, n| unsafe { sys::otel_thread_ctx_update_all(trace_id, span_id, trace_flags, p, n) })
 }
 
-impl SharedAttached {
-    /// The context it publishes.
-    pub fn context(&self) -> &SharedContext {
-        &self.shared
-    }
-
-    /// Whether a context was attached before this one (and will be again).
-    pub fn has_previous(&self) -> bool {
-        !self.prev.is_null()
-    }
-}
-
-thread_local! {
-    /// Shared contexts whose guard was dropped out of order on this thread:
-    /// a later guard attaches them again, so they are kept until the thread
-    /// exits.  (Clippy 1.63 mistakes the const initializer for a const
-    /// item.)
-    #[allow(clippy::declare_interior_mutable_const)]
-    static KEPT: std::cell::RefCell<Vec<SharedContext>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl Drop for SharedAttached {
-    fn drop(&mut self) {
-        if restore(self.shared.as_ptr(), self.prev).is_err() {
-            // Out of order: a later guard will attach this context again.
-            let kept = self.shared.clone();
-            if KEPT.try_with(|k| k.borrow_mut().push(kept.clone())).is_err() {
-                // The thread is exiting: never given up, rather than freed
-                // while in use.
-                std::mem::forget(kept);
-            }
-        }
-    }
-}
-
-impl fmt::Debug for SharedAttached {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SharedAttached")
-            .field("ptr", &self.shared.inner.raw)
-            .field("prev", &self.prev)
-            .finish()
-    }
-}
-
-/// Whether the calling thread publishes a context (`otel_thread_ctx_current()`).
+/// Whether the calling thread publishes a record.
 pub fn thread_has_context() -> bool {
-    !unsafe { sys::otel_thread_ctx_current() }.is_null()
+    !matches!(read(), Err(Error::ENOCTX))
 }
 
 /// A copy of a record, as a reader sees it.
@@ -791,6 +669,20 @@ impl Record {
         &self.raw
     }
 }
+
+/// Records are equal when their headers and used attribute bytes are (the
+/// same entries in the same order).
+impl PartialEq for Record {
+    fn eq(&self, other: &Record) -> bool {
+        let (a, b) = (&self.raw, &other.raw);
+        let used = usize::from(a.attrs_data_size).min(sys::OTEL_THREAD_CTX_ATTRS_MAX);
+        (a.trace_id, a.span_id, a.valid, a.trace_flags, a.attrs_data_size)
+            == (b.trace_id, b.span_id, b.valid, b.trace_flags, b.attrs_data_size)
+            && a.attrs_data[..used] == b.attrs_data[..used]
+    }
+}
+
+impl Eq for Record {}
 
 /// The bytes of an attribute the library returned, pointing into a record.
 unsafe fn attr_value<'a>(attr: &sys::otel_thread_ctx_attr) -> &'a [u8] {
@@ -1007,3 +899,8 @@ pub mod readme_example {}
 #[doc(hidden)]
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/readme_rust_inspect.md"))]
 pub mod readme_inspect_example {}
+
+/// The crate's README.md, whose example `cargo test` runs too.
+#[doc(hidden)]
+#[doc = include_str!("../README.md")]
+pub mod crate_readme {}

@@ -50,14 +50,12 @@ const _: () = assert!(std::mem::size_of::<otel_thread_ctx_record>() == OTEL_THRE
 pub const OTEL_THREAD_CTX_OK: c_int = 0;
 pub const OTEL_THREAD_CTX_E2BIG: c_int = -7;
 pub const OTEL_THREAD_CTX_ENOMEM: c_int = -12;
-pub const OTEL_THREAD_CTX_EBUSY: c_int = -16;
 pub const OTEL_THREAD_CTX_ENOSPC: c_int = -28;
 pub const OTEL_THREAD_CTX_ENULL: c_int = -4001;
 pub const OTEL_THREAD_CTX_EIDS: c_int = -4002;
 pub const OTEL_THREAD_CTX_EKEY: c_int = -4003;
 pub const OTEL_THREAD_CTX_EVALUE: c_int = -4004;
 pub const OTEL_THREAD_CTX_EUTF8: c_int = -4005;
-pub const OTEL_THREAD_CTX_EPENDING: c_int = -4006;
 pub const OTEL_THREAD_CTX_ETHREAD: c_int = -4007;
 pub const OTEL_THREAD_CTX_ENOCTX: c_int = -4008;
 pub const OTEL_THREAD_CTX_EINVALID: c_int = -4009;
@@ -73,18 +71,18 @@ pub const OTEL_THREAD_CTX_EMAP: c_int = -4018;
 pub const OTEL_THREAD_CTX_ESYS: c_int = -4019;
 pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -4020;
 pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -4021;
-pub const OTEL_THREAD_CTX_EFROZEN: c_int = -4022;
-
-/// Creation flag: the thread a context is attached to when it exits frees it.
-pub const OTEL_THREAD_CTX_FREE_WITH_THREAD: c_uint = 0x1;
 
 /// `struct otel_thread_ctx_options`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct otel_thread_ctx_options {
+    /// `size_of::<otel_thread_ctx_options>()` as the caller knows it.
     pub size: usize,
-    pub flags: c_uint,
+    /// Bytes of attribute entries the context can hold, 0 to
+    /// `OTEL_THREAD_CTX_ATTRS_MAX`.
     pub attrs_capacity: c_uint,
+    /// 0 (a field of a later version).
+    pub reserved: c_uint,
 }
 
 impl Default for otel_thread_ctx_options {
@@ -92,13 +90,14 @@ impl Default for otel_thread_ctx_options {
     fn default() -> Self {
         otel_thread_ctx_options {
             size: std::mem::size_of::<otel_thread_ctx_options>(),
-            flags: 0,
             attrs_capacity: OTEL_THREAD_CTX_ATTRS_MAX as c_uint,
+            reserved: 0,
         }
     }
 }
 
-/// `otel_thread_ctx`: opaque, only ever behind a pointer.
+/// `otel_thread_ctx`: a context (a value: ids, flags, attributes and a
+/// capacity), opaque, only ever behind a pointer.
 #[repr(C)]
 pub struct otel_thread_ctx {
     _opaque: [u8; 0],
@@ -154,7 +153,7 @@ extern "C" {
         ctx: *mut *mut otel_thread_ctx,
         options: *const otel_thread_ctx_options,
     ) -> c_int;
-    pub fn otel_thread_ctx_destroy(ctx: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_destroy(ctx: *mut otel_thread_ctx);
 
     pub fn otel_thread_ctx_set_ids(
         ctx: *mut otel_thread_ctx,
@@ -181,24 +180,22 @@ extern "C" {
         n: usize,
     ) -> c_int;
 
-    pub fn otel_thread_ctx_attach(ctx: *mut otel_thread_ctx, prev: *mut *mut otel_thread_ctx) -> c_int;
-    pub fn otel_thread_ctx_update(ctx: *mut otel_thread_ctx) -> c_int;
-    pub fn otel_thread_ctx_update_span_id(ctx: *mut otel_thread_ctx, span_id: *const [u8; 8]) -> c_int;
+    pub fn otel_thread_ctx_copy(dst: *mut otel_thread_ctx, src: *const otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_get(ctx: *const otel_thread_ctx, out: *mut otel_thread_ctx_record) -> c_int;
+
+    pub fn otel_thread_ctx_attach(ctx: *const otel_thread_ctx, saved: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_update(ctx: *const otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_detach(saved: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_save(saved: *mut otel_thread_ctx) -> c_int;
+    pub fn otel_thread_ctx_update_span_id(span_id: *const [u8; 8]) -> c_int;
+    pub fn otel_thread_ctx_update_trace_flags(trace_flags: u8) -> c_int;
     pub fn otel_thread_ctx_update_all(
-        ctx: *mut otel_thread_ctx,
         trace_id: *const [u8; 16],
         span_id: *const [u8; 8],
         trace_flags: u8,
         attrs: *const otel_thread_ctx_attr,
         n: usize,
     ) -> c_int;
-    pub fn otel_thread_ctx_update_attach(
-        ctx: *mut otel_thread_ctx,
-        prev: *mut *mut otel_thread_ctx,
-    ) -> c_int;
-    pub fn otel_thread_ctx_detach(prev: *mut *mut otel_thread_ctx) -> c_int;
-    pub fn otel_thread_ctx_invalidate(ctx: *mut otel_thread_ctx) -> c_int;
-    pub fn otel_thread_ctx_current() -> *mut otel_thread_ctx;
 
     pub fn otel_thread_ctx_read(out: *mut otel_thread_ctx_record) -> c_int;
     pub fn otel_thread_ctx_record_decode(
@@ -323,10 +320,6 @@ pub struct otel_thread_ctx_process_header {
 const _: () = assert!(std::mem::size_of::<otel_thread_ctx_process_header>() == 32);
 
 extern "C" {
-    pub fn otel_thread_ctx_freeze(ctx: *mut otel_thread_ctx) -> c_int;
-    pub fn otel_thread_ctx_committed(ctx: *mut otel_thread_ctx, out: *mut otel_thread_ctx_record) -> c_int;
-    pub fn otel_thread_ctx_update_trace_flags(ctx: *mut otel_thread_ctx, trace_flags: u8) -> c_int;
-
     pub fn otel_thread_ctx_process_publish(resource: *const otel_thread_ctx_process_attr, count: usize) -> c_int;
     pub fn otel_thread_ctx_process_publish_with(
         resource: *const otel_thread_ctx_process_attr,

@@ -2,16 +2,26 @@
 //! Async tasks: a task's context published by whichever thread polls it.
 //!
 //! An executor may poll a task on any of its threads, and between two polls
-//! the thread runs other tasks.  [`WithContext`] wraps a future: for the
-//! length of each poll the polling thread publishes the task's
-//! [`SharedContext`], and when the poll returns it publishes again what it
-//! published before.  It needs no particular executor: anything that polls
-//! futures will do.
+//! the thread runs other tasks.  [`WithContext`] wraps a future: each poll
+//! attaches the task's [`Context`] on the polling thread, and when the poll
+//! returns the thread publishes again what it published before, as a scope
+//! ([`Context::attach`]) would.  It needs no particular executor: anything
+//! that polls futures will do.
+//!
+//! What the task published when a poll returned is what the next poll
+//! publishes: a child span the task published with
+//! [`update_span_id`](crate::update_span_id) (or a sampling decision, or a
+//! new request) lasts across its `.await`s, whichever thread resumes it.
+//! The task's context holds it between polls ([`WithContext::context`]),
+//! when it fits: attributes beyond the context's capacity (see
+//! [`ContextOptions`](crate::ContextOptions)) are not kept, and the next
+//! poll then publishes the context as it was.
 //!
 //! ```
-//! use otel_thread_ctx::{read, task::WithContextExt, SharedContext};
+//! use otel_thread_ctx::{read, task::WithContextExt, Context};
 //!
-//! let ctx = SharedContext::new(&[0x4b; 16], &[0x5c; 8], 1, &[] as &[(u32, &str)])?;
+//! let mut ctx = Context::new()?;
+//! ctx.set_ids(&[0x4b; 16], &[0x5c; 8], 1)?;
 //! let request = async {
 //!     // Inside the task, on whichever thread polls it:
 //!     read().map(|rec| rec.span_id())
@@ -27,34 +37,66 @@
 //! # Ok::<(), otel_thread_ctx::Error>(())
 //! ```
 
-use crate::SharedContext;
+use crate::{sys, Context};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-/// A future whose polls publish a [`SharedContext`] on the polling thread
+/// A future whose polls publish a [`Context`] on the polling thread
 /// ([`WithContextExt::with_context`]).
+///
+/// It is `Send` when the future is (a context is `Send`).
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct WithContext<F> {
-    context: SharedContext,
+    context: Context,
+    // What the polling thread published before the poll, put back after
+    // it; allocated at the first poll, used again by every later one.
+    saved: Option<Context>,
     future: F,
 }
 
 impl<F> WithContext<F> {
     /// `future`, publishing `context` while it is polled.
-    pub fn new(context: SharedContext, future: F) -> Self {
-        WithContext { context, future }
+    pub fn new(context: Context, future: F) -> Self {
+        WithContext { context, saved: None, future }
     }
 
-    /// The context its polls publish.
-    pub fn context(&self) -> &SharedContext {
+    /// The context the next poll publishes: the one given, or what the
+    /// task published when its last poll returned.
+    pub fn context(&self) -> &Context {
         &self.context
     }
 
     /// The wrapped future.
     pub fn into_inner(self) -> F {
         self.future
+    }
+
+    /// The task's context and the wrapped future.
+    pub fn into_parts(self) -> (Context, F) {
+        (self.context, self.future)
+    }
+}
+
+/// Puts back, when a poll ends (returning or unwinding), what the thread
+/// published before it, keeping what the task published in its context.
+struct EndOfPoll<'a> {
+    task: &'a mut Context,
+    saved: &'a Context,
+}
+
+impl Drop for EndOfPoll<'_> {
+    fn drop(&mut self) {
+        // One call: the thread publishes `saved` again, and the task's
+        // context receives what the thread published.  ENOSPC when that
+        // does not fit the task's capacity (it then changed nothing): put
+        // back without keeping it.  Neither can fail otherwise: the thread
+        // has published, so its records are taken.
+        let rc = unsafe { sys::otel_thread_ctx_attach(self.saved.as_ptr(), self.task.as_mut_ptr()) };
+        if rc != sys::OTEL_THREAD_CTX_OK {
+            let _ = self.saved.update();
+        }
     }
 }
 
@@ -63,13 +105,28 @@ impl<F: Future> Future for WithContext<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         // SAFETY: `future` is pinned structurally: it is never moved out of
-        // a pinned WithContext (into_inner takes it unpinned), WithContext
-        // has no Drop of its own, and it is Unpin only when F is.
+        // a pinned WithContext (into_inner and into_parts take it
+        // unpinned), WithContext has no Drop of its own, and it is Unpin
+        // only when F is.  The contexts are not pinned.
         let this = unsafe { self.get_unchecked_mut() };
         let future = unsafe { Pin::new_unchecked(&mut this.future) };
+        if this.saved.is_none() {
+            // Full capacity: what any thread publishes fits.
+            this.saved = Context::new().ok();
+        }
         // Published for this poll only; if the thread cannot publish
-        // (ETHREAD), the task still runs.
-        let _published = this.context.attach();
+        // (ENOMEM, ETHREAD), the task still runs.
+        let _end = match &mut this.saved {
+            Some(saved) => {
+                let rc = unsafe { sys::otel_thread_ctx_attach(this.context.as_ptr(), saved.as_mut_ptr()) };
+                if rc == sys::OTEL_THREAD_CTX_OK {
+                    Some(EndOfPoll { task: &mut this.context, saved })
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
         future.poll(cx)
     }
 }
@@ -78,7 +135,7 @@ impl<F: Future> Future for WithContext<F> {
 pub trait WithContextExt: Future + Sized {
     /// This future, publishing `context` on the thread that polls it, for
     /// the length of each poll.
-    fn with_context(self, context: SharedContext) -> WithContext<Self> {
+    fn with_context(self, context: Context) -> WithContext<Self> {
         WithContext::new(context, self)
     }
 }

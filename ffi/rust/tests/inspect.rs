@@ -12,7 +12,7 @@
 
 use otel_thread_ctx::inspect::{read_process, AnyValue, Inspector, Libc, Model};
 use otel_thread_ctx::process::{self, Value};
-use otel_thread_ctx::{register_key, Context, Error, SharedContext};
+use otel_thread_ctx::{register_key, update_all, Context, Error};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -30,7 +30,8 @@ fn no_ptrace() -> bool {
 }
 
 /// The service, in the child: workers 1..=WORKERS publish their own span
-/// with two attributes, t1 and t2 one frozen context, idle nothing.  Prints
+/// with two attributes, t1 and t2 each a copy of one shared context, idle
+/// nothing.  Prints
 /// "ready" and name=tid pairs, then waits for stdin to close.
 #[test]
 // The threads must all start before any is joined: the collect is needed
@@ -43,7 +44,10 @@ fn service() {
     let route = register_key("http.route").unwrap();
     let method = register_key("http.method").unwrap();
     process::publish(&[("service.name", Value::Str("inspect-live"))]).unwrap();
-    let shared = SharedContext::new(&[0x4b; 16], &[0xee; 8], 1, &[(route, "task")]).unwrap();
+    let mut shared = Context::new().unwrap();
+    shared.set_ids(&[0x4b; 16], &[0xee; 8], 1).unwrap();
+    shared.set_attr(route, "task").unwrap();
+    let shared = std::sync::Arc::new(shared);
     let (tx, rx) = std::sync::mpsc::channel();
     let mut names: Vec<String> = (1..=WORKERS).map(|i| format!("w{}", i)).collect();
     names.extend(["t1", "t2", "idle"].iter().map(|s| s.to_string()));
@@ -55,17 +59,17 @@ fn service() {
             std::thread::spawn(move || {
                 let tid = std::fs::read_link("/proc/thread-self").unwrap();
                 let tid = tid.file_name().unwrap().to_str().unwrap().to_string();
-                let _guard: Box<dyn std::any::Any> = if name.starts_with('w') {
-                    let mut ctx = Context::new().unwrap();
+                let _guard = if name.starts_with('w') {
                     let path = format!("/w/{}", i + 1);
-                    ctx.update_all(&[0x4b; 16], &[i as u8 + 1; 8], 1, &[(route, path.as_str()), (method, "GET")])
+                    update_all(&[0x4b; 16], &[i as u8 + 1; 8], 1, &[(route, path.as_str()), (method, "GET")])
                         .unwrap();
-                    Box::new(ctx.update_attach().unwrap())
+                    None
                 } else if name.starts_with('t') {
-                    Box::new(shared.attach().unwrap())
+                    Some(shared.attach().unwrap())
                 } else {
-                    Box::new(())
+                    None
                 };
+                drop(shared);
                 tx.send(format!("{}={}", name, tid)).unwrap();
                 loop {
                     std::thread::park();
@@ -171,8 +175,12 @@ fn inspect_a_live_service() {
         assert!(format!("{:?}", t).contains("http.route"));
     }
     let (t1, t2) = (&threads[&service.tids["t1"]], &threads[&service.tids["t2"]]);
-    assert_eq!(t1.record_address, t2.record_address, "one frozen context, one record");
-    assert_eq!(t1.named_attrs(), vec![("http.route".to_string(), "task".to_string())]);
+    assert_ne!(t1.record_address, t2.record_address, "each thread publishes a copy of its own");
+    for t in [t1, t2] {
+        let rec = t.record().unwrap();
+        assert_eq!((rec.trace_id(), rec.span_id(), rec.trace_flags()), ([0x4b; 16], [0xee; 8], 1));
+        assert_eq!(t.named_attrs(), vec![("http.route".to_string(), "task".to_string())]);
+    }
     let idle = &threads[&service.tids["idle"]];
     assert_eq!(idle.record().unwrap_err(), Error::ENOCTX);
     assert_eq!(idle.attrs().count(), 0);

@@ -58,8 +58,8 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("options.size", size_of::<sys::otel_thread_ctx_options>());
     put("options.align", align_of::<sys::otel_thread_ctx_options>());
     put("options.size_field", offset!(sys::otel_thread_ctx_options, size));
-    put("options.flags", offset!(sys::otel_thread_ctx_options, flags));
     put("options.attrs_capacity", offset!(sys::otel_thread_ctx_options, attrs_capacity));
+    put("options.reserved", offset!(sys::otel_thread_ctx_options, reserved));
     put("process_attr.size", size_of::<sys::otel_thread_ctx_process_attr>());
     put("process_attr.align", align_of::<sys::otel_thread_ctx_process_attr>());
     put("process_attr.key", offset!(sys::otel_thread_ctx_process_attr, key));
@@ -94,8 +94,53 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("attrs_max", sys::OTEL_THREAD_CTX_ATTRS_MAX);
     put("value_max", sys::OTEL_THREAD_CTX_VALUE_MAX);
     put("record_size", sys::OTEL_THREAD_CTX_RECORD_SIZE);
-    m.insert("error.EOPTIONS".to_string(), sys::OTEL_THREAD_CTX_EOPTIONS as i64);
+    let init = sys::otel_thread_ctx_options::default();
+    m.insert("options_init.size".to_string(), init.size as i64);
+    m.insert("options_init.attrs_capacity".to_string(), i64::from(init.attrs_capacity));
+    m.insert("options_init.reserved".to_string(), i64::from(init.reserved));
+    for (name, code) in errors() {
+        m.insert(format!("error.{}", name), i64::from(code));
+    }
     m
+}
+
+/// Every error code `sys` declares, by the header's name.
+fn errors() -> Vec<(&'static str, i32)> {
+    vec![
+        ("OK", sys::OTEL_THREAD_CTX_OK),
+        ("E2BIG", sys::OTEL_THREAD_CTX_E2BIG),
+        ("ENOMEM", sys::OTEL_THREAD_CTX_ENOMEM),
+        ("ENOSPC", sys::OTEL_THREAD_CTX_ENOSPC),
+        ("ENULL", sys::OTEL_THREAD_CTX_ENULL),
+        ("EIDS", sys::OTEL_THREAD_CTX_EIDS),
+        ("EKEY", sys::OTEL_THREAD_CTX_EKEY),
+        ("EVALUE", sys::OTEL_THREAD_CTX_EVALUE),
+        ("EUTF8", sys::OTEL_THREAD_CTX_EUTF8),
+        ("ETHREAD", sys::OTEL_THREAD_CTX_ETHREAD),
+        ("ENOCTX", sys::OTEL_THREAD_CTX_ENOCTX),
+        ("EINVALID", sys::OTEL_THREAD_CTX_EINVALID),
+        ("ETRUNCATED", sys::OTEL_THREAD_CTX_ETRUNCATED),
+        ("ESLOT", sys::OTEL_THREAD_CTX_ESLOT),
+        ("ENAME", sys::OTEL_THREAD_CTX_ENAME),
+        ("EKEYS", sys::OTEL_THREAD_CTX_EKEYS),
+        ("EUNKNOWNKEY", sys::OTEL_THREAD_CTX_EUNKNOWNKEY),
+        ("EPUBLISHED", sys::OTEL_THREAD_CTX_EPUBLISHED),
+        ("ENOTPUBLISHED", sys::OTEL_THREAD_CTX_ENOTPUBLISHED),
+        ("EATTR", sys::OTEL_THREAD_CTX_EATTR),
+        ("EMAP", sys::OTEL_THREAD_CTX_EMAP),
+        ("ESYS", sys::OTEL_THREAD_CTX_ESYS),
+        ("EDUPKEY", sys::OTEL_THREAD_CTX_EDUPKEY),
+        ("EOPTIONS", sys::OTEL_THREAD_CTX_EOPTIONS),
+        ("EPERM", sys::OTEL_THREAD_CTX_EPERM),
+        ("ENOENT", sys::OTEL_THREAD_CTX_ENOENT),
+        ("ESRCH", sys::OTEL_THREAD_CTX_ESRCH),
+        ("EAGAIN", sys::OTEL_THREAD_CTX_EAGAIN),
+        ("EFAULT", sys::OTEL_THREAD_CTX_EFAULT),
+        ("EFORMAT", sys::OTEL_THREAD_CTX_EFORMAT),
+        ("EDECODE", sys::OTEL_THREAD_CTX_EDECODE),
+        ("ENOSLOT", sys::OTEL_THREAD_CTX_ENOSLOT),
+        ("EMODEL", sys::OTEL_THREAD_CTX_EMODEL),
+    ]
 }
 
 /// The structs of otel_thread_ctx_inspect.h (the cargo feature `inspect`).

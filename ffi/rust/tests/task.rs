@@ -2,10 +2,11 @@
 //! task::WithContext under a minimal executor written here: worker threads
 //! take tasks from one queue, so every task is polled on several threads,
 //! one poll at a time.  Inside each poll the polling thread must publish
-//! that task's context; between polls it publishes its own (each worker
-//! runs under a context of its own, which a poll must give back).
+//! that task's context, with the span the task itself published last;
+//! between polls it publishes its own (each worker runs under a context of
+//! its own, which a poll must give back).
 use otel_thread_ctx::task::{WithContext, WithContextExt};
-use otel_thread_ctx::{read, register_key, Context, Error, SharedContext};
+use otel_thread_ctx::{read, register_key, update_span_id, Context, ContextOptions, Error};
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -104,6 +105,20 @@ fn span_of(task: u8) -> [u8; 8] {
     [task + 1; 8]
 }
 
+/// The child span task `task` publishes in its poll `poll`.
+fn child_span(task: u8, poll: usize) -> [u8; 8] {
+    let mut span = span_of(task);
+    span[..4].copy_from_slice(&(poll as u32 + 1).to_ne_bytes());
+    span
+}
+
+fn task_context(span: [u8; 8], attrs: &[(u32, &str)]) -> Context {
+    let mut ctx = Context::new().unwrap();
+    ctx.set_ids(&[0x4b; 16], &span, 1).unwrap();
+    ctx.set_attrs(attrs).unwrap();
+    ctx
+}
+
 #[test]
 // The threads must all start before any is joined: the collect is needed
 // (clippy 1.63 says otherwise).
@@ -120,17 +135,21 @@ fn each_poll_publishes_its_tasks_context() {
         Arc::new(Mutex::new(vec![HashSet::new(); TASKS as usize]));
     for t in 0..TASKS {
         let name = format!("task-{}", t);
-        let ctx = SharedContext::new(&[0x4b; 16], &span_of(t), 1, &[(key, name.as_str())]).unwrap();
+        let ctx = task_context(span_of(t), &[(key, name.as_str())]);
         let pollers = pollers.clone();
         executor.spawn(
             async move {
-                for _ in 0..POLLS {
+                let mut span = span_of(t);
+                for poll in 0..POLLS {
                     // Inside the poll: this task's context, on whichever
-                    // thread runs it.
+                    // thread runs it, with the child span it published in
+                    // its last poll.
                     let rec = read().expect("a poll publishes the task's context");
-                    assert_eq!(rec.span_id(), span_of(t));
+                    assert_eq!(rec.span_id(), span);
                     assert_eq!(rec.attr(key), Some(name.as_bytes()));
                     pollers.lock().unwrap()[t as usize].insert(std::thread::current().id());
+                    span = child_span(t, poll);
+                    update_span_id(&span).unwrap();
                     YieldNow(false).await;
                 }
             }
@@ -145,7 +164,7 @@ fn each_poll_publishes_its_tasks_context() {
                 // The worker's own context, which every poll gives back.
                 let mut own = Context::new().unwrap();
                 own.set_ids(&[0x99; 16], &[w as u8 + 0x80; 8], 0).unwrap();
-                let _own = own.update_attach().unwrap();
+                let _own = own.attach().unwrap();
                 start.wait();
                 executor.run();
                 assert_eq!(read().unwrap().span_id(), [w as u8 + 0x80; 8], "restored after the polls");
@@ -162,15 +181,87 @@ fn each_poll_publishes_its_tasks_context() {
 
 #[test]
 fn a_poll_restores_nothing_when_nothing_was_published() {
-    let ctx = SharedContext::new(&[0x4b; 16], &[0x5c; 8], 1, &[] as &[(u32, &str)]).unwrap();
+    let ctx = task_context([0x5c; 8], &[]);
     let mut future = Box::pin(async { read().map(|r| r.span_id()) }.with_context(ctx.clone()));
     let waker = Waker::from(Arc::new(Noop));
     let mut cx = TaskContext::from_waker(&waker);
     assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(Ok([0x5c; 8])));
     assert_eq!(read().unwrap_err(), Error::ENOCTX);
     let wrapped = WithContext::new(ctx, async { 7 });
-    assert_eq!(wrapped.context().committed().unwrap().span_id(), [0x5c; 8]);
-    let _inner = wrapped.into_inner();
+    assert_eq!(wrapped.context().record().unwrap().span_id(), [0x5c; 8]);
+    let (ctx, _inner) = wrapped.into_parts();
+    assert_eq!(ctx.record().unwrap().span_id(), [0x5c; 8]);
+}
+
+/// Polls `future` once on the calling thread.
+fn poll_once<F: std::future::Future>(future: Pin<&mut F>) -> Poll<F::Output> {
+    let waker = Waker::from(Arc::new(Noop));
+    let mut cx = TaskContext::from_waker(&waker);
+    future.poll(&mut cx)
+}
+
+#[test]
+fn the_task_keeps_what_it_published_between_polls() {
+    let outer = task_context([0x01; 8], &[]);
+    let _outer = outer.attach().unwrap();
+    let task = async {
+        update_span_id(&[0x22; 8]).unwrap();
+        YieldNow(false).await;
+        let resumed = read().unwrap().span_id();
+        // Inside the task a thread may also publish nothing.
+        otel_thread_ctx::detach().unwrap();
+        YieldNow(false).await;
+        (resumed, read().unwrap_err())
+    };
+    let mut task = Box::pin(task.with_context(task_context([0x11; 8], &[])));
+    assert!(poll_once(task.as_mut()).is_pending());
+    assert_eq!(read().unwrap().span_id(), [0x01; 8], "the poll put back the thread's own");
+    assert_eq!(task.context().record().unwrap().span_id(), [0x22; 8], "the task's child span");
+    assert!(poll_once(task.as_mut()).is_pending());
+    assert!(!task.context().holds_record(), "the task published nothing");
+    assert_eq!(read().unwrap().span_id(), [0x01; 8]);
+    // Its last poll, on another thread, which publishes nothing itself.
+    let (resumed, after) = std::thread::spawn(move || {
+        let out = match poll_once(task.as_mut()) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("the task should end"),
+        };
+        assert_eq!(read().unwrap_err(), Error::ENOCTX, "put back: nothing");
+        out
+    })
+    .join()
+    .unwrap();
+    assert_eq!(resumed, [0x22; 8]);
+    assert_eq!(after, Error::ENOCTX);
+    assert_eq!(read().unwrap().span_id(), [0x01; 8]);
+}
+
+#[test]
+fn what_does_not_fit_the_tasks_context_is_not_kept() {
+    let key = register_key("rust.task.big").unwrap();
+    let mut small = Context::with_options(ContextOptions { attrs_capacity: 4 }).unwrap();
+    small.set_ids(&[0x4b; 16], &[0x33; 8], 1).unwrap();
+    let task = async move {
+        let big = "b".repeat(100);
+        otel_thread_ctx::update_all(&[0x4b; 16], &[0x44; 8], 1, &[(key, big.as_str())]).unwrap();
+        YieldNow(false).await;
+        read().unwrap().span_id()
+    };
+    let mut task = Box::pin(task.with_context(small));
+    assert!(poll_once(task.as_mut()).is_pending());
+    assert_eq!(read().unwrap_err(), Error::ENOCTX, "put back all the same");
+    assert_eq!(task.context().record().unwrap().span_id(), [0x33; 8], "the context as it was");
+    assert_eq!(poll_once(task.as_mut()), Poll::Ready([0x33; 8]));
+}
+
+#[test]
+fn a_panicking_poll_puts_back_what_the_thread_published() {
+    let own = task_context([0x01; 8], &[]);
+    let _own = own.attach().unwrap();
+    let mut task = Box::pin(async { panic!("in the task") }.with_context(task_context([0x02; 8], &[])));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(task.as_mut())));
+    assert!(result.is_err());
+    assert_eq!(read().unwrap().span_id(), [0x01; 8]);
 }
 
 struct Noop;
@@ -182,10 +273,10 @@ impl Wake for Noop {
 #[test]
 fn with_context_is_send_for_send_futures() {
     fn send<T: Send>(_: &T) {}
-    let ctx = SharedContext::new(&[1; 16], &[1; 8], 0, &[] as &[(u32, &str)]).unwrap();
+    fn sync<T: Sync>(_: &T) {}
+    let ctx = task_context([1; 8], &[]);
     let fut = async {}.with_context(ctx.clone());
     send(&fut);
     send(&ctx);
-    fn sync<T: Sync>(_: &T) {}
     sync(&ctx);
 }
