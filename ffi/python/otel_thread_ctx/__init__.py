@@ -10,9 +10,25 @@ _lib.find_library).  The model is the C API's (include/otel_thread_ctx.h):
     route = key_register("http.route")          # at start-up
     process.publish({"service.name": "checkout"})
     ctx = Context(trace_id=..., span_id=..., flags=1, attrs={route: "GET /"})
-    with ctx:                                   # this thread runs that span
-        ctx.update_span_id(child_span_id)       # a child span
-    ctx.destroy()
+    with ctx:                                   # this thread publishes a copy
+        update_span_id(child_span_id)           # a child span, on this thread
+    # here the thread publishes again what it did before the `with`
+
+A Context is a value: ids, flags, attributes.  Its setters edit it and
+nothing else; attach() (or `with ctx:`) copies it into the calling thread's
+own record and publishes that.  So any number of threads may publish one
+Context at once, each its own copy, and the Context may be edited, copied or
+destroyed at any time: what a thread publishes changes only when that thread
+publishes again.  The module-level update_span_id(), update_trace_flags()
+and update_all() change the calling thread's record without a Context;
+detach() unpublishes and save() copies what the thread publishes into a
+Context.  A thread's records go back to the library when it exits.
+
+Every call into libotel-thread-ctx holds the GIL (it is loaded as a PyDLL;
+none of its functions blocks): a Context may be used from any Python thread,
+and a call never sees it half-edited or freed by another.  (A Python built
+without the GIL loses that: there, do not edit or destroy a Context while
+another thread uses it, as in C.)
 
 The submodule `process` publishes the process context (imported with this
 package); `inspect` reads other processes (libotel-thread-ctx-inspect, loaded
@@ -23,25 +39,15 @@ library's negative code and whose strerror is otel_thread_ctx_strerror()).
 Values that cannot be passed to C unchanged (an id of the wrong length, flags
 over 255, a name with a NUL byte) raise TypeError or ValueError before any
 call: nothing is truncated or wrapped.
-
-Threads.  A context attached to a thread belongs to that thread (the C rule):
-other threads get EBUSY.  A Context keeps its C context until destroy() or
-until it is collected, and an attached one is kept alive by the binding until
-it is detached.  When a Python thread ends with a context attached, the
-context is detached (by the binding as the thread's state is cleared, or by
-the library as the OS thread exits) and the Context stays usable; one made
-with free_with_thread=True is destroyed then instead.  A frozen context
-(freeze()) may be attached by any number of threads at once.
 """
 
 import ctypes
 import enum
 import threading
 import types
-import weakref
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple,
-                    Union, cast)
+from typing import (Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast,
+                    overload)
 
 from . import _lib
 from ._lib import ATTRS_MAX, KEY_MAX, KEY_NAME_MAX, RECORD_SIZE, VALUE_MAX
@@ -51,9 +57,10 @@ __version__ = "1.0.0"
 __all__ = [
     "ATTRS_MAX", "KEY_MAX", "KEY_NAME_MAX", "RECORD_SIZE", "VALUE_MAX",
     "AttrKey", "AttrValue", "Attrs", "Context", "Error", "Id", "Record",
-    "SelfCheck", "SelfCheckStatus", "ThreadCtxError", "current", "detach",
-    "key_count", "key_find", "key_name", "key_register", "library_path",
-    "process", "read", "record_decode", "self_check", "strerror",
+    "SelfCheck", "SelfCheckStatus", "ThreadCtxError", "detach", "key_count",
+    "key_find", "key_name", "key_register", "library_path", "process", "read",
+    "record_decode", "save", "self_check", "strerror", "update_all",
+    "update_span_id", "update_trace_flags",
 ]
 
 _c = _lib.lib
@@ -81,14 +88,12 @@ class Error(enum.IntEnum):
     OK = 0
     E2BIG = -7
     ENOMEM = -12
-    EBUSY = -16
     ENOSPC = -28
     ENULL = -4001
     EIDS = -4002
     EKEY = -4003
     EVALUE = -4004
     EUTF8 = -4005
-    EPENDING = -4006
     ETHREAD = -4007
     ENOCTX = -4008
     EINVALID = -4009
@@ -104,7 +109,6 @@ class Error(enum.IntEnum):
     ESYS = -4019
     EDUPKEY = -4020
     EOPTIONS = -4021
-    EFROZEN = -4022
 
 
 def strerror(code: int) -> str:
@@ -121,7 +125,7 @@ class ThreadCtxError(OSError):
     """A call into the library failed.
 
     `errno` and `code` hold the library's (negative) error code, `strerror`
-    its description, `name` the code's name ("EBUSY"), or None for a code
+    its description, `name` the code's name ("ENOSPC"), or None for a code
     this binding does not know, and `function` the call that failed.
     """
 
@@ -263,145 +267,65 @@ def key_count() -> int:
 
 # -- Contexts --
 
-# Context objects by the address of their C context, so that attach and
-# detach can hand back the object that was replaced.
-_live: "weakref.WeakValueDictionary[int, Context]" = weakref.WeakValueDictionary()
-# Contexts attached to some thread: kept alive while the library holds them,
-# with how many threads hold each (more than one only for a frozen context).
-_attached: Dict[int, "Context"] = {}
-_holds: Dict[int, int] = {}
-_registry_lock = threading.RLock()
 _thread = threading.local()
 
 
-def _hold(ctx: "Context") -> None:
-    assert ctx._ptr is not None
-    _attached[ctx._ptr] = ctx
-    _holds[ctx._ptr] = _holds.get(ctx._ptr, 0) + 1
+def _scopes() -> List[Tuple["Context", "Context"]]:
+    """The calling thread's open `with ctx:` scopes: (context, saved)."""
+    stack: Optional[List[Tuple[Context, Context]]] = getattr(_thread, "scopes", None)
+    if stack is None:
+        stack = _thread.scopes = []
+    return stack
 
 
-def _unhold(ptr: int) -> Optional["Context"]:
-    """One thread let go of `ptr`: the Context, no longer kept alive by the
-    binding once no thread holds it."""
-    obj = _attached.get(ptr)
-    left = _holds.get(ptr, 1) - 1
-    if left <= 0:
-        _attached.pop(ptr, None)
-        _holds.pop(ptr, None)
-    else:
-        _holds[ptr] = left
-    return obj
-
-
-class _ThreadEnd:
-    """Lives in a thread's threading.local; dropped, on that thread, when the
-    thread's state is cleared.  Detaches a Context still attached there and
-    stops keeping it alive for the thread, so that it is freed when its
-    object is collected; one created with free_with_thread=True is
-    destroyed there, as its thread ends."""
-
-    def __init__(self) -> None:
-        self.ident = threading.get_ident()
-
-    def __del__(self) -> None:
-        if threading.get_ident() != self.ident:
-            return
-        ptr = cast(Optional[int], _c.otel_thread_ctx_current())
-        if ptr is None:
-            return
-        with _registry_lock:
-            obj = _attached.get(ptr)
-            if obj is None:
-                return  # attached by C code: the library cleans it up
-            if obj._free_with_thread:
-                if _c.otel_thread_ctx_destroy(ptr) == 0:
-                    _unhold(ptr)
-                    _live.pop(ptr, None)
-                    obj._ptr = None
-                return
-            prev = ctypes.c_void_p()
-            if _c.otel_thread_ctx_detach(ctypes.byref(prev)) == 0:
-                _unhold(ptr)
-
-
-def _thread_setup() -> None:
-    if getattr(_thread, "end", None) is None:
-        _thread.end = _ThreadEnd()
-        _thread.stack = []
-
-
-def _object_for(ptr: Optional[int]) -> Optional["Context"]:
-    """The Context of a C context address (None for NULL); one attached by C
-    code gets a Context that does not free it when collected."""
-    if ptr is None:
-        return None
-    # A frozen context whose caller gave up its reference (destroy()) is in
-    # _attached only, while threads publish it.
-    obj = _live.get(ptr) or _attached.get(ptr)
-    if obj is None:
-        obj = Context._wrap(ptr)
-    return obj
-
-
-def _released(ptr: Optional[int]) -> Optional["Context"]:
-    """The Context of a C context the library handed back on this thread:
-    one hold fewer, and returned (which keeps it alive) before anything
-    else."""
-    if ptr is None:
-        return None
-    obj = _unhold(ptr) if ptr in _attached else None
-    return obj if obj is not None else _object_for(ptr)
-
-
-def _attached_now(ctx: "Context", prev_ptr: Optional[int]) -> Optional["Context"]:
-    """Bookkeeping after ctx replaced prev_ptr on the calling thread."""
-    with _registry_lock:
-        if prev_ptr == ctx._ptr:
-            return ctx
-        _hold(ctx)
-        return _released(prev_ptr)
+def _spares() -> List["Context"]:
+    """The calling thread's saved contexts of closed scopes, kept for the
+    next ones (freed with the thread's threading.local)."""
+    spares: Optional[List[Context]] = getattr(_thread, "spares", None)
+    if spares is None:
+        spares = _thread.spares = []
+    return spares
 
 
 class Context:
-    """An otel_thread_ctx: a draft and a published record.
+    """An otel_thread_ctx: a value (trace id, span id, trace flags,
+    attributes, and the capacity for attributes it was created with).
 
-    The setters edit the draft; update() commits it, and a thread that has
-    the context attached publishes the commit.  `with ctx:` publishes ctx on
-    the calling thread (update_attach) and, on exit, puts back the context
-    the thread published before (or none).
+    The setters edit the value and nothing else.  attach() and update()
+    publish a copy of it on the calling thread; any number of threads may
+    publish copies of one Context at once, and the Context may then be
+    edited, copied or destroyed without changing what they publish.
+    `with ctx:` publishes it on the calling thread and, on exit, puts back
+    exactly what the thread published before.
+
+    A context may also hold no record: one that received "nothing was
+    published" as `saved` (attach, detach, save).  get() raises ENOCTX for
+    it, and attaching it unpublishes.
     """
 
-    __slots__ = ("_ptr", "_owned", "_free_with_thread", "_frozen", "__weakref__")
+    __slots__ = ("_ptr", "_capacity", "__weakref__")
 
     _ptr: Optional[int]
-    _owned: bool
-    _free_with_thread: bool
-    _frozen: bool
+    _capacity: int
 
     def __init__(self, trace_id: Optional[Id] = None, span_id: Optional[Id] = None,
                  flags: int = 0, attrs: Optional[Attrs] = None, *,
-                 capacity: Optional[int] = None, free_with_thread: bool = False) -> None:
-        """A new context; ids, flags and attributes given here go to its
-        draft (the published record stays empty until a commit).
+                 capacity: Optional[int] = None) -> None:
+        """A new context, holding an empty record (no ids, no attributes)
+        then what is given here: both ids (16 and 8 bytes, or hex) or
+        neither, trace flags, attributes.
 
-        `capacity`: bytes of attribute entries its records hold (0 to
-        ATTRS_MAX, the default; 0 for ids only): setters that would need
-        more raise ENOSPC.  `free_with_thread`: the context belongs to the
-        thread it is attached to when that thread ends, which destroys it
-        (OTEL_THREAD_CTX_FREE_WITH_THREAD); it cannot be frozen."""
+        `capacity`: bytes of attribute entries it holds (0 to ATTRS_MAX, the
+        default; 0 for ids only): setters that would need more raise
+        ENOSPC (otel_thread_ctx_create_with)."""
         self._ptr = None
-        self._owned = True
-        self._free_with_thread = bool(free_with_thread)
-        self._frozen = False
-        options = _lib.Options(ctypes.sizeof(_lib.Options),
-                               _lib.FREE_WITH_THREAD if free_with_thread else 0,
-                               ATTRS_MAX if capacity is None else _uint(capacity, "capacity"))
+        self._capacity = ATTRS_MAX if capacity is None else _uint(capacity, "capacity")
+        options = _lib.Options(ctypes.sizeof(_lib.Options), self._capacity, 0)
         ptr = ctypes.c_void_p()
         _check(_c.otel_thread_ctx_create_with(ctypes.byref(ptr), ctypes.byref(options)),
                "create_with")
         assert ptr.value is not None
         self._ptr = ptr.value
-        _live[self._ptr] = self
         try:
             if trace_id is not None or span_id is not None:
                 if trace_id is None or span_id is None:
@@ -415,16 +339,6 @@ class Context:
             self.destroy()
             raise
 
-    @classmethod
-    def _wrap(cls, ptr: int) -> "Context":
-        obj = cls.__new__(cls)
-        obj._ptr = ptr
-        obj._owned = False
-        obj._free_with_thread = False
-        obj._frozen = False
-        _live[ptr] = obj
-        return obj
-
     def _handle(self) -> int:
         if self._ptr is None:
             raise ValueError("the context is destroyed")
@@ -436,47 +350,27 @@ class Context:
         return self._ptr
 
     @property
-    def frozen(self) -> bool:
-        """Whether freeze() made this context immutable and shared."""
-        return self._frozen
-
-    @property
-    def free_with_thread(self) -> bool:
-        """Whether it was created with free_with_thread=True."""
-        return self._free_with_thread
+    def capacity(self) -> int:
+        """Bytes of attribute entries the context can hold."""
+        return self._capacity
 
     def destroy(self) -> None:
-        """Frees the context; attached to the calling thread, it is
-        unpublished first.  ThreadCtxError EBUSY while it is attached to
-        another thread (the context is then unchanged and still usable).
-        A frozen context: gives up this object's reference; threads that
-        have it attached keep theirs."""
-        if self._ptr is None:
-            return
-        with _registry_lock:
-            ptr = self._ptr
-            _check(_c.otel_thread_ctx_destroy(ptr), "destroy")
-            if not self._frozen:
-                _attached.pop(ptr, None)
-                _holds.pop(ptr, None)
-            _live.pop(ptr, None)
-            self._ptr = None
+        """Frees the C context (once; again does nothing).  Threads that
+        published copies of it keep publishing them.  Afterwards every
+        method but destroy() raises ValueError."""
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            _c.otel_thread_ctx_destroy(ptr)
 
     close = destroy
 
     def __del__(self) -> None:
-        # Attached contexts are held by _attached, so this one is detached,
-        # unless the interpreter is shutting down; then EBUSY leaves it be.
-        # A free_with_thread context left attached by a thread that ended
-        # without the binding seeing it stays in _attached: its thread freed
-        # it, so it must not be destroyed here.
         try:
-            if self._owned and self._ptr is not None and self._ptr not in _attached:
-                _c.otel_thread_ctx_destroy(self._ptr)
+            self.destroy()
         except Exception:  # pylint: disable=broad-except
             pass  # a partly constructed object, or interpreter shutdown
 
-    # Draft setters.
+    # Setters: they edit the value.
 
     def set_ids(self, trace_id: Id, span_id: Id, flags: int = 0) -> None:
         """Sets trace id (16 bytes), span id (8 bytes) and trace flags."""
@@ -485,14 +379,17 @@ class Context:
             _id_bytes(span_id, 8, "span_id"), _flags(flags)), "set_ids")
 
     def set_span_id(self, span_id: Id) -> None:
+        """Sets the span id only (EIDS without a trace id)."""
         _check(_c.otel_thread_ctx_set_span_id(
             self._handle(), _id_bytes(span_id, 8, "span_id")), "set_span_id")
 
     def set_trace_flags(self, flags: int) -> None:
+        """Sets the trace flags only (EIDS for non-zero flags without ids)."""
         _check(_c.otel_thread_ctx_set_trace_flags(self._handle(), _flags(flags)),
                "set_trace_flags")
 
     def clear_ids(self) -> None:
+        """Removes both ids and the flags."""
         _check(_c.otel_thread_ctx_clear_ids(self._handle()), "clear_ids")
 
     def set_attr(self, key: AttrKey, value: AttrValue) -> None:
@@ -503,12 +400,15 @@ class Context:
                "set_attr")
 
     def remove_attr(self, key: AttrKey) -> None:
+        """Removes attribute `key`; absent is not an error."""
         _check(_c.otel_thread_ctx_remove_attr(self._handle(), _key_index(key)), "remove_attr")
 
     def clear_attrs(self) -> None:
+        """Removes every attribute."""
         _check(_c.otel_thread_ctx_clear_attrs(self._handle()), "clear_attrs")
 
     def clear(self) -> None:
+        """Removes ids, flags and attributes (an empty record)."""
         _check(_c.otel_thread_ctx_clear(self._handle()), "clear")
 
     def set_attrs(self, attrs: Attrs) -> None:
@@ -517,104 +417,178 @@ class Context:
         _check(_c.otel_thread_ctx_set_attrs(self._handle(), array, n), "set_attrs")
         del keep
 
-    # Commits and publication.
+    # The value as a whole.
 
-    def update(self) -> None:
-        """Commits the draft (published at once if attached here)."""
-        _check(_c.otel_thread_ctx_update(self._handle()), "update")
+    def copy_from(self, other: "Context") -> None:
+        """Makes this context hold what `other` holds (ENOSPC when its
+        attributes do not fit in this one's capacity)."""
+        if not isinstance(other, Context):
+            raise TypeError("copy_from needs a Context, not %s" % type(other).__name__)
+        _check(_c.otel_thread_ctx_copy(self._handle(), other._handle()), "copy")
 
-    def update_span_id(self, span_id: Id) -> None:
-        """A child span: sets the span id and commits, in one call."""
-        _check(_c.otel_thread_ctx_update_span_id(
-            self._handle(), _id_bytes(span_id, 8, "span_id")), "update_span_id")
+    def copy(self, capacity: Optional[int] = None) -> "Context":
+        """A new Context holding what this one holds, with this one's
+        capacity unless another is given."""
+        dup = Context(capacity=self._capacity if capacity is None else capacity)
+        try:
+            dup.copy_from(self)
+        except BaseException:
+            dup.destroy()
+            raise
+        return dup
 
-    def update_trace_flags(self, flags: int) -> None:
-        """The sampling decision arrived: sets the trace flags and commits,
-        in one call."""
-        _check(_c.otel_thread_ctx_update_trace_flags(self._handle(), _flags(flags)),
-               "update_trace_flags")
+    def __copy__(self) -> "Context":
+        return self.copy()
 
-    def update_all(self, trace_id: Id, span_id: Id, flags: int = 0,
-                   attrs: Attrs = ()) -> None:
-        """A new request: ids, flags and all attributes, checked and
-        committed in one call."""
-        array, n, keep = _attr_array(attrs)
-        _check(_c.otel_thread_ctx_update_all(
-            self._handle(), _id_bytes(trace_id, 16, "trace_id"),
-            _id_bytes(span_id, 8, "span_id"), _flags(flags), array, n), "update_all")
-        del keep
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Context":
+        return self.copy()
 
-    def invalidate(self) -> None:
-        """Withdraws what the context publishes (a thread that has it
-        attached publishes nothing) until the next commit."""
-        _check(_c.otel_thread_ctx_invalidate(self._handle()), "invalidate")
-
-    def freeze(self) -> None:
-        """Commits what the context holds and makes it immutable and shared:
-        any number of threads may attach it at once (a task that runs on
-        several threads).  Setters, commits and invalidate then raise
-        EFROZEN; freezing again does nothing.  ThreadCtxError EOPTIONS for a
-        free_with_thread context, EBUSY while attached to another thread."""
-        _check(_c.otel_thread_ctx_freeze(self._handle()), "freeze")
-        self._frozen = True
-
-    def committed(self) -> "Record":
-        """What the context has committed (its published record, even while
-        invalidated), read back: to restore a parent span, or copy a
-        context to a new task."""
+    def get(self) -> "Record":
+        """What the context holds, as the record a thread attaching it
+        publishes.  ThreadCtxError ENOCTX when it holds no record."""
         rec = _lib.Record()
-        _check(_c.otel_thread_ctx_committed(self._handle(), ctypes.byref(rec)), "committed")
+        _check(_c.otel_thread_ctx_get(self._handle(), ctypes.byref(rec)), "get")
         return _record_from(rec)
 
-    def attach(self) -> Optional["Context"]:
-        """Publishes the context on the calling thread; returns the Context
-        it replaces (or None), which the caller owns again.  ThreadCtxError
-        EPENDING when the draft has uncommitted edits."""
-        return self._attach(_c.otel_thread_ctx_attach, "attach")
+    @property
+    def holds_record(self) -> bool:
+        """False for a saved "nothing was published" (get() raises
+        ENOCTX and attaching it unpublishes), True otherwise."""
+        rec = _lib.Record()
+        rc = int(_c.otel_thread_ctx_get(self._handle(), ctypes.byref(rec)))
+        if rc == Error.ENOCTX:
+            return False
+        _check(rc, "get")
+        return True
 
-    def update_attach(self) -> Optional["Context"]:
-        """update() and attach() with one store to the slot."""
-        return self._attach(_c.otel_thread_ctx_update_attach, "update_attach")
+    # Publishing on the calling thread.
 
-    def _attach(self, function: Callable[..., int], name: str) -> Optional["Context"]:
-        _thread_setup()
-        prev = ctypes.c_void_p()
-        _check(function(self._handle(), ctypes.byref(prev)), name)
-        return _attached_now(self, prev.value)
+    @overload
+    def attach(self, saved: None = None) -> None: ...
+
+    @overload
+    def attach(self, saved: "Context") -> "Context": ...
+
+    def attach(self, saved: Optional["Context"] = None) -> Optional["Context"]:
+        """Publishes a copy of the context on the calling thread.  `saved`
+        (may be this context) receives what the thread published before,
+        to put it back later with saved.update(), and is returned.
+        ThreadCtxError ENOSPC when saved's capacity is too small for it
+        (nothing changes then)."""
+        handle = self._handle()
+        if saved is None:
+            _check(_c.otel_thread_ctx_attach(handle, None), "attach")
+            return None
+        _check(_c.otel_thread_ctx_attach(handle, _saved_handle(saved)), "attach")
+        return saved
+
+    def update(self) -> None:
+        """Publishes a copy of the context on the calling thread, in place
+        of whatever it published (attach without saving); a context that
+        holds no record unpublishes."""
+        _check(_c.otel_thread_ctx_update(self._handle()), "update")
 
     def __enter__(self) -> "Context":
-        prev = self.update_attach()
-        _thread.stack.append(prev)
+        """Publishes the context on the calling thread; the scope keeps
+        what it replaces in a saved context of its own (full capacity)."""
+        handle = self._handle()
+        spares = _spares()
+        saved = spares.pop() if spares else Context()
+        try:
+            _check(_c.otel_thread_ctx_attach(handle, saved._handle()), "attach")
+        except BaseException:
+            spares.append(saved)
+            raise
+        _scopes().append((self, saved))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        prev = _thread.stack.pop()
-        if prev is self:
-            return  # it was attached already: nothing to put back
-        if prev is None:
-            detach()
+        """Puts back exactly what entering replaced, whatever happened to
+        this context or any other meanwhile."""
+        stack = _scopes()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] is self:
+                saved = stack.pop(i)[1]
+                break
         else:
-            prev.attach()
+            raise RuntimeError("leaving a `with` scope of this Context that was "
+                               "not entered on this thread")
+        _check(_c.otel_thread_ctx_update(saved._handle()), "update")
+        _spares().append(saved)
 
     def __repr__(self) -> str:
         if self._ptr is None:
             return "<otel_thread_ctx.Context destroyed>"
-        return "<otel_thread_ctx.Context%s at 0x%x>" % (
-            " frozen" if self._frozen else "", self._ptr)
+        rec = _lib.Record()
+        if _c.otel_thread_ctx_get(self._ptr, ctypes.byref(rec)) != 0:
+            return "<otel_thread_ctx.Context holding no record>"
+        return "<otel_thread_ctx.Context %s>" % repr(_record_from(rec))[len("Record("):-1]
 
 
-def detach() -> Optional[Context]:
-    """Unpublishes the calling thread's context; returns it (or None)."""
-    prev = ctypes.c_void_p()
-    _check(_c.otel_thread_ctx_detach(ctypes.byref(prev)), "detach")
-    with _registry_lock:
-        return _released(prev.value)
+def _saved_handle(saved: object) -> int:
+    if not isinstance(saved, Context):
+        raise TypeError("saved must be a Context, not %s" % type(saved).__name__)
+    return saved._handle()
 
 
-def current() -> Optional[Context]:
-    """The Context attached to the calling thread, or None."""
-    with _registry_lock:
-        return _object_for(cast(Optional[int], _c.otel_thread_ctx_current()))
+@overload
+def detach(saved: None = None) -> None: ...
+
+
+@overload
+def detach(saved: Context) -> Context: ...
+
+
+def detach(saved: Optional[Context] = None) -> Optional[Context]:
+    """Unpublishes the calling thread's context.  `saved` receives what it
+    published (or "nothing published") and is returned.  ThreadCtxError
+    ENOSPC when saved's capacity is too small (nothing changes then)."""
+    if saved is None:
+        _check(_c.otel_thread_ctx_detach(None), "detach")
+        return None
+    _check(_c.otel_thread_ctx_detach(_saved_handle(saved)), "detach")
+    return saved
+
+
+def save(saved: Optional[Context] = None) -> Context:
+    """What the calling thread publishes (or "nothing published": a
+    context that holds no record), copied into `saved`, or into a new
+    Context of full capacity, and returned; nothing else changes.
+    ThreadCtxError ENOSPC when saved's capacity is too small."""
+    target = Context() if saved is None else saved
+    try:
+        _check(_c.otel_thread_ctx_save(_saved_handle(target)), "save")
+    except BaseException:
+        if saved is None:
+            target.destroy()
+        raise
+    return target
+
+
+def update_span_id(span_id: Id) -> None:
+    """A child span: the calling thread publishes its record with this span
+    id.  ThreadCtxError ENOCTX when it publishes nothing, EIDS when the span
+    id is zero or its record has no trace id."""
+    _check(_c.otel_thread_ctx_update_span_id(_id_bytes(span_id, 8, "span_id")),
+           "update_span_id")
+
+
+def update_trace_flags(flags: int) -> None:
+    """The sampling decision: the calling thread publishes its record with
+    these trace flags.  ThreadCtxError ENOCTX when it publishes nothing, EIDS
+    for non-zero flags when its record has no ids."""
+    _check(_c.otel_thread_ctx_update_trace_flags(_flags(flags)), "update_trace_flags")
+
+
+def update_all(trace_id: Id, span_id: Id, flags: int = 0, attrs: Attrs = ()) -> None:
+    """A new request: the calling thread publishes a record of these ids,
+    flags and attributes (up to ATTRS_MAX bytes), whatever it published
+    before, even nothing.  A refusal publishes nothing new."""
+    array, n, keep = _attr_array(attrs)
+    _check(_c.otel_thread_ctx_update_all(
+        _id_bytes(trace_id, 16, "trace_id"), _id_bytes(span_id, 8, "span_id"),
+        _flags(flags), array, n), "update_all")
+    del keep
 
 
 # -- Readers --

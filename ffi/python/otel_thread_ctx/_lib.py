@@ -6,13 +6,21 @@ and otel_thread_ctx_inspect.h.  The rest of the package calls the libraries
 only through the objects this module loads (`lib`, and `inspect_lib()` for
 libotel-thread-ctx-inspect, loaded on first use), whose functions all have
 their argtypes and restype declared below.
+
+`lib` is loaded as a ctypes.PyDLL: its functions run with the GIL held.
+None of them blocks (the longest walk the loaded modules or map a page), and
+holding the GIL makes every call on a context whole with respect to the
+other Python threads: no thread can edit or free a context while another
+copies it (the C rule for a value: written by one thread while no other
+uses it).  The inspector's functions wait for other processes (ptrace), so
+`inspect_lib()` is a plain CDLL that releases the GIL.
 """
 
 import ctypes
 import ctypes.util
 import os
 import subprocess
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 SONAME = "libotel-thread-ctx.so.1"
 ENV_LIBRARY = "OTEL_THREAD_CTX_LIBRARY"
@@ -27,7 +35,6 @@ ATTRS_MAX = 612
 VALUE_MAX = 255
 KEY_MAX = 255
 KEY_NAME_MAX = 255
-FREE_WITH_THREAD = 0x1
 PROCESS_PAYLOAD_MAX = 65536
 
 
@@ -71,8 +78,8 @@ class Options(ctypes.Structure):
 
     _fields_ = [
         ("size", ctypes.c_size_t),
-        ("flags", ctypes.c_uint),
         ("attrs_capacity", ctypes.c_uint),
+        ("reserved", ctypes.c_uint),
     ]
 
 
@@ -252,13 +259,14 @@ def find_library(env: str = ENV_LIBRARY, pc_name: str = PKG_CONFIG_NAME,
 
 
 def load(env: str = ENV_LIBRARY, pc_name: str = PKG_CONFIG_NAME,
-         soname: str = SONAME) -> Tuple[ctypes.CDLL, str]:
-    """Loads a library; ImportError with every place tried if none works."""
+         soname: str = SONAME, kind: Type[ctypes.CDLL] = ctypes.CDLL) -> Tuple[ctypes.CDLL, str]:
+    """Loads a library as `kind` (CDLL, or PyDLL to keep the GIL during
+    calls); ImportError with every place tried if none works."""
     candidates, override = find_library(env, pc_name, soname)
     errors = []
     for path in candidates:
         try:
-            return ctypes.CDLL(path), path
+            return kind(path), path
         except OSError as e:
             if override:
                 raise ImportError(
@@ -288,7 +296,7 @@ _prototypes: Prototypes = {
     "otel_thread_ctx_strerror": (ctypes.c_char_p, [_int]),
     "otel_thread_ctx_create": (_int, [_ctx_pp]),
     "otel_thread_ctx_create_with": (_int, [_ctx_pp, ctypes.POINTER(Options)]),
-    "otel_thread_ctx_destroy": (_int, [_ctx_p]),
+    "otel_thread_ctx_destroy": (None, [_ctx_p]),
     "otel_thread_ctx_set_ids": (_int, [_ctx_p, _bytes, _bytes, _u8]),
     "otel_thread_ctx_set_span_id": (_int, [_ctx_p, _bytes]),
     "otel_thread_ctx_set_trace_flags": (_int, [_ctx_p, _u8]),
@@ -298,18 +306,16 @@ _prototypes: Prototypes = {
     "otel_thread_ctx_clear_attrs": (_int, [_ctx_p]),
     "otel_thread_ctx_clear": (_int, [_ctx_p]),
     "otel_thread_ctx_set_attrs": (_int, [_ctx_p, ctypes.POINTER(Attr), _size]),
-    "otel_thread_ctx_attach": (_int, [_ctx_p, _ctx_pp]),
+    "otel_thread_ctx_copy": (_int, [_ctx_p, _ctx_p]),
+    "otel_thread_ctx_get": (_int, [_ctx_p, _record_p]),
+    "otel_thread_ctx_attach": (_int, [_ctx_p, _ctx_p]),
     "otel_thread_ctx_update": (_int, [_ctx_p]),
-    "otel_thread_ctx_update_span_id": (_int, [_ctx_p, _bytes]),
-    "otel_thread_ctx_update_trace_flags": (_int, [_ctx_p, _u8]),
+    "otel_thread_ctx_detach": (_int, [_ctx_p]),
+    "otel_thread_ctx_save": (_int, [_ctx_p]),
+    "otel_thread_ctx_update_span_id": (_int, [_bytes]),
+    "otel_thread_ctx_update_trace_flags": (_int, [_u8]),
     "otel_thread_ctx_update_all": (
-        _int, [_ctx_p, _bytes, _bytes, _u8, ctypes.POINTER(Attr), _size]),
-    "otel_thread_ctx_update_attach": (_int, [_ctx_p, _ctx_pp]),
-    "otel_thread_ctx_detach": (_int, [_ctx_pp]),
-    "otel_thread_ctx_invalidate": (_int, [_ctx_p]),
-    "otel_thread_ctx_freeze": (_int, [_ctx_p]),
-    "otel_thread_ctx_committed": (_int, [_ctx_p, _record_p]),
-    "otel_thread_ctx_current": (_ctx_p, []),
+        _int, [_bytes, _bytes, _u8, ctypes.POINTER(Attr), _size]),
     "otel_thread_ctx_read": (_int, [_record_p]),
     "otel_thread_ctx_record_decode": (_int, [ctypes.c_char_p, _size, _record_p]),
     "otel_thread_ctx_attr_iter_init": (None, [ctypes.POINTER(AttrIter), _record_p]),
@@ -362,7 +368,7 @@ def _declare(library: ctypes.CDLL, prototypes: Prototypes) -> None:
         f.argtypes = list(argtypes)
 
 
-lib, path = load()
+lib, path = load(kind=ctypes.PyDLL)
 _declare(lib, _prototypes)
 
 _inspect: Optional[Tuple[ctypes.CDLL, str]] = None

@@ -27,7 +27,8 @@ from otel_thread_ctx import inspect  # noqa: E402
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 
 # The child.  Workers 1..N each publish their own span, with the route
-# attribute; two more attach one frozen context; one publishes nothing.  It
+# attribute; two more attach one context, which the main thread then
+# destroys (they keep publishing their copies); one publishes nothing.  It
 # prints "ready" and the thread ids, then waits for stdin to close.
 CHILD = r"""
 import os, sys, threading
@@ -38,7 +39,6 @@ otc.process.publish({"service.name": "inspect-live", "process.pid": os.getpid()}
 n = int(sys.argv[1])
 trace = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 shared = otc.Context(trace, bytes([0xee]) * 8, 1, {route: "task"})
-shared.freeze()
 ready = threading.Barrier(n + 4)
 done = threading.Event()
 tids = {}
@@ -67,6 +67,7 @@ threads += [threading.Thread(target=idle)]
 for t in threads:
     t.start()
 ready.wait()
+shared.destroy()
 print("ready", " ".join("%s=%d" % kv for kv in sorted(tids.items())), flush=True)
 sys.stdin.read()
 done.set()
@@ -152,9 +153,9 @@ class Live(unittest.TestCase):
             self.assertEqual(t.anomalies, 0)
         shared = [threads[self.child.tids[n]].record for n in ("t1", "t2")]
         self.assertEqual(shared[0], shared[1])
-        self.assertEqual(threads[self.child.tids["t1"]].record_address,
-                         threads[self.child.tids["t2"]].record_address,
-                         "one frozen context: one record")
+        self.assertNotEqual(threads[self.child.tids["t1"]].record_address,
+                            threads[self.child.tids["t2"]].record_address,
+                            "one context, destroyed since: each thread publishes its copy")
         assert shared[0] is not None
         self.assertEqual(dict(shared[0].named_attrs()), {"http.route": "task"})
         idle = threads[self.child.tids["idle"]]

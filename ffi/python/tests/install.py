@@ -46,7 +46,13 @@ from otel_thread_ctx import inspect, process
 def span(trace: str, span_id: bytes) -> otc.Record:
     ctx = otc.Context(trace, span_id, flags=1, capacity=64)
     with ctx:
+        otc.update_span_id(bytes(range(1, 9)))
         return otc.read()
+
+def swap(ctx: otc.Context) -> otc.Record:
+    saved: otc.Context = ctx.attach(otc.Context())
+    saved.update()
+    return otc.save().get()
 
 rec: otc.Record = span("4bf92f3577b34da6a3ce929d0e0e4736", bytes(8))
 flags: int = rec.flags

@@ -2,23 +2,27 @@
 """The Python binding against the library named by $OTEL_THREAD_CTX_LIBRARY
 (meson test sets it to the build's shared library)."""
 
+import copy
 import ctypes
 import dataclasses
+import gc
 import os
 import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import unittest
+import weakref
 
 import otel_thread_ctx as otc
 from otel_thread_ctx import Error, ThreadCtxError, _lib
 
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+OTHER_TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 SPAN = bytes.fromhex("00f067aa0ba902b7")
 CHILD = bytes.fromhex("1111111111111111")
+GRANDCHILD = bytes.fromhex("2222222222222222")
 
 _names = iter(range(10**6))
 
@@ -28,36 +32,27 @@ def fresh_key():
     return otc.key_register("test.key.%d" % next(_names))
 
 
-def _destroy_attached_elsewhere():
-    """destroy() of a Context attached to another thread; then cleans up."""
-    ctx = otc.Context(TRACE, SPAN)
-    attached, release = threading.Event(), threading.Event()
+def value(rec):
+    """A Record as a plain tuple: (trace id, span id, flags, raw attributes)."""
+    return rec.trace_id, rec.span_id, rec.flags, dict(rec.raw_attrs)
 
-    def hold():
-        ctx.update_attach()
-        attached.set()
-        release.wait()
-        otc.detach()
 
-    t = threading.Thread(target=hold)
-    t.start()
-    attached.wait()
-    try:
-        ctx.destroy()
-    finally:
-        release.set()
-        t.join()
-        ctx.destroy()
+EMPTY = (bytes(16), bytes(8), 0, {})
 
 
 class Clean(unittest.TestCase):
-    """Every test starts and ends with nothing attached to this thread."""
+    """Every test starts and ends with nothing published on this thread."""
 
     def setUp(self):
-        self.assertIsNone(otc.current(), "a test left a context attached")
+        self.assertPublishesNothing("a test left this thread publishing")
 
     def tearDown(self):
         otc.detach()
+
+    def assertPublishesNothing(self, msg=None):
+        with self.assertRaises(ThreadCtxError, msg=msg) as cm:
+            otc.read()
+        self.assertEqual(cm.exception.code, Error.ENOCTX, msg)
 
     def assertError(self, code, function, *args, **kwargs):
         with self.assertRaises(ThreadCtxError) as cm:
@@ -188,19 +183,31 @@ class Loading(unittest.TestCase):
 
 class Errors(Clean):
     def test_error_carries_code_and_library_text(self):
-        e = self.assertError(Error.EBUSY, _destroy_attached_elsewhere)
+        ctx = otc.Context()
+        e = self.assertError(Error.EIDS, ctx.set_ids, TRACE, bytes(8))
         self.assertIsInstance(e, OSError)
-        self.assertEqual(e.errno, -16)
-        self.assertEqual(e.name, "EBUSY")
-        self.assertEqual(e.function, "destroy")
-        text = _lib.lib.otel_thread_ctx_strerror(-16).decode()
+        self.assertEqual(e.errno, -4002)
+        self.assertEqual(e.name, "EIDS")
+        self.assertEqual(e.function, "set_ids")
+        text = _lib.lib.otel_thread_ctx_strerror(-4002).decode()
         self.assertEqual(e.strerror, text)
         self.assertIn(text, str(e))
+        ctx.destroy()
 
     def test_every_code_has_a_text(self):
         texts = {otc.strerror(code) for code in Error}
         self.assertEqual(len(texts), len(Error))
-        self.assertNotIn("unknown", otc.strerror(Error.EFROZEN).lower())
+        self.assertNotIn(otc.strerror(-999), texts, "a code of Error the library does not know")
+
+    def test_the_codes_are_the_librarys(self):
+        # Every code the library describes is in Error, and Error has no
+        # other: those of claims, drafts and frozen contexts are gone.
+        unknown = otc.strerror(-999)
+        described = {code for code in list(range(-300, 1)) + list(range(-4200, -4000))
+                     if otc.strerror(code) != unknown}
+        self.assertEqual(described, {int(code) for code in Error})
+        for gone in ("EBUSY", "EPENDING", "EFROZEN"):
+            self.assertFalse(hasattr(Error, gone), gone)
 
     def test_unknown_code_keeps_its_number(self):
         e = ThreadCtxError(-999)
@@ -209,46 +216,71 @@ class Errors(Clean):
         self.assertTrue(e.strerror)
 
 
-class Contexts(Clean):
-    def test_attach_publishes_committed_record(self):
-        key = fresh_key()
+class Values(Clean):
+    """A Context is a value: setters edit it, attach publishes a copy."""
+
+    def test_a_new_context_holds_an_empty_record(self):
+        ctx = otc.Context()
+        self.assertTrue(ctx.holds_record)
+        self.assertEqual(ctx.capacity, otc.ATTRS_MAX)
+        self.assertEqual(value(ctx.get()), EMPTY)
+        self.assertPublishesNothing("creating publishes nothing")
+        ctx.update()
+        self.assertEqual(value(otc.read()), EMPTY, "an empty record, not nothing")
+        ctx.destroy()
+
+    def test_setters_edit_the_value_and_publish_nothing(self):
+        key, other = fresh_key(), fresh_key()
         ctx = otc.Context()
         ctx.set_ids(TRACE, SPAN, 1)
         ctx.set_attr(key, "GET /users")
-        self.assertError(Error.EPENDING, ctx.attach)
-        ctx.update()
-        self.assertIsNone(ctx.attach())
-        self.assertIs(otc.current(), ctx)
-        rec = otc.read()
-        self.assertEqual(rec.trace_id, TRACE)
-        self.assertEqual(rec.span_id, SPAN)
-        self.assertEqual(rec.flags, 1)
-        self.assertEqual(dict(rec.attrs), {key: "GET /users"})
-        self.assertIs(otc.detach(), ctx)
-        self.assertError(Error.ENOCTX, otc.read)
+        self.assertEqual(value(ctx.get()), (TRACE, SPAN, 1, {key: b"GET /users"}))
+        ctx.set_span_id(CHILD)
+        ctx.set_trace_flags(0)
+        ctx.set_attr(other, b"b")
+        self.assertEqual(value(ctx.get()), (TRACE, CHILD, 0, {key: b"GET /users", other: b"b"}))
+        ctx.remove_attr(key)
+        ctx.remove_attr(key)  # absent: nothing
+        self.assertEqual(value(ctx.get()), (TRACE, CHILD, 0, {other: b"b"}))
+        ctx.clear_ids()
+        self.assertEqual(value(ctx.get()), (bytes(16), bytes(8), 0, {other: b"b"}))
+        ctx.set_ids(TRACE, SPAN, 1)
+        ctx.clear_attrs()
+        self.assertEqual(value(ctx.get()), (TRACE, SPAN, 1, {}))
+        ctx.set_attrs([(key, "x"), (other, "y")])
+        ctx.clear()
+        self.assertEqual(value(ctx.get()), EMPTY)
+        self.assertPublishesNothing("no setter publishes")
         ctx.destroy()
 
-    def test_update_span_id_and_attrs_by_name(self):
+    def test_attach_publishes_a_copy(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, {key: "v1"})
+        self.assertIsNone(ctx.attach())
+        self.assertEqual(value(otc.read()), (TRACE, SPAN, 1, {key: b"v1"}))
+        ctx.set_attr(key, "v2")
+        ctx.set_span_id(CHILD)
+        self.assertEqual(value(otc.read()), (TRACE, SPAN, 1, {key: b"v1"}),
+                         "an edit is not published")
+        ctx.update()
+        self.assertEqual(value(otc.read()), (TRACE, CHILD, 1, {key: b"v2"}))
+        ctx.destroy()
+        self.assertEqual(value(otc.read()), (TRACE, CHILD, 1, {key: b"v2"}),
+                         "destroying the context changes nothing published")
+        self.assertIsNone(otc.detach())
+        self.assertPublishesNothing()
+
+    def test_named_attrs_and_hex_ids(self):
         name = "test.named.%d" % next(_names)
         key = otc.key_register(name)
-        ctx = otc.Context(TRACE, SPAN, 1, attrs={name: "a"})
-        self.assertIsNone(ctx.update_attach())
-        self.assertEqual(dict(otc.read().attrs), {key: "a"})
-        self.assertEqual(dict(otc.read().named_attrs()), {name: "a"})
-        ctx.update_span_id(CHILD)
-        self.assertEqual(otc.read().span_id, CHILD)
-        ctx.remove_attr(name)
-        self.assertEqual(dict(otc.read().attrs), {key: "a"}, "a draft edit is not published")
+        ctx = otc.Context(TRACE.hex(), bytearray(SPAN), 1, attrs={name: "a"})
         ctx.update()
-        self.assertEqual(dict(otc.read().attrs), {})
-        otc.detach()
-        ctx.destroy()
-
-    def test_hex_strings_and_bytearrays_for_ids(self):
-        ctx = otc.Context(TRACE.hex(), bytearray(SPAN))
-        ctx.update_attach()
-        self.assertEqual(otc.read().trace_id, TRACE)
-        otc.detach()
+        rec = otc.read()
+        self.assertEqual((rec.trace_id, rec.span_id), (TRACE, SPAN))
+        self.assertEqual(dict(rec.attrs), {key: "a"})
+        self.assertEqual(dict(rec.named_attrs()), {name: "a"})
+        ctx.remove_attr(name)
+        self.assertEqual(dict(ctx.get().attrs), {})
         ctx.destroy()
 
     def test_values_are_counted_bytes(self):
@@ -259,83 +291,241 @@ class Contexts(Clean):
         with ctx:
             self.assertEqual(dict(otc.read().raw_attrs), {k1: b"a\0b", k2: b""})
         ctx.set_attr(k1, "x\0" * 127 + "y")  # 255 bytes
-        ctx.update_attach()
+        ctx.update()
         self.assertEqual(otc.read().attrs[k1], "x\0" * 127 + "y")
-        otc.detach()
         ctx.destroy()
 
-    def test_update_all_and_clear(self):
-        k1, k2 = fresh_key(), fresh_key()
-        ctx = otc.Context()
-        ctx.update_attach()
-        ctx.update_all(TRACE, SPAN, 1, [(k1, "x"), (k2, b"y")])
-        rec = otc.read()
-        self.assertEqual((rec.trace_id, rec.flags, dict(rec.attrs)), (TRACE, 1, {k1: "x", k2: "y"}))
-        ctx.clear()
-        ctx.update()
-        rec = otc.read()
-        self.assertEqual((rec.trace_id, rec.span_id, rec.flags, dict(rec.attrs)),
-                         (bytes(16), bytes(8), 0, {}))
-        otc.detach()
-        ctx.destroy()
-
-    def test_invalidate(self):
+    def test_a_destroyed_context_refuses_everything_but_destroy(self):
         ctx = otc.Context(TRACE, SPAN)
-        ctx.update_attach()
-        ctx.invalidate()
-        self.assertError(Error.ENOCTX, otc.read)
-        self.assertIs(otc.current(), ctx)
-        ctx.update()
-        self.assertEqual(otc.read().trace_id, TRACE)
-        otc.detach()
+        other = otc.Context()
+        ctx.destroy()
+        self.assertIsNone(ctx.address)
+        self.assertIn("destroyed", repr(ctx))
+        for call in (ctx.update, ctx.attach, lambda: other.attach(ctx), ctx.get, ctx.copy,
+                     lambda: ctx.holds_record, lambda: ctx.set_span_id(CHILD),
+                     lambda: other.copy_from(ctx), lambda: otc.save(ctx),
+                     lambda: otc.detach(ctx)):
+            with self.assertRaises(ValueError):
+                call()
+        with self.assertRaises(ValueError):
+            with ctx:
+                pass
+        self.assertPublishesNothing()
+        ctx.destroy()  # again: nothing left to free
+        ctx.close()
+        other.close()
+        self.assertIsNone(other.address)
+
+    def test_copy(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, {key: "a"}, capacity=20)
+        for dup in (ctx.copy(), copy.copy(ctx), copy.deepcopy(ctx)):
+            self.assertIsInstance(dup, otc.Context)
+            self.assertNotEqual(dup.address, ctx.address)
+            self.assertEqual(dup.capacity, 20)
+            self.assertEqual(dup.get(), ctx.get())
+            dup.set_attr(key, "b")
+            self.assertEqual(dict(ctx.get().attrs), {key: "a"}, "copies are independent")
+            dup.destroy()
+        bigger = ctx.copy(capacity=otc.ATTRS_MAX)
+        self.assertEqual((bigger.capacity, bigger.get()), (otc.ATTRS_MAX, ctx.get()))
+        self.assertError(Error.ENOSPC, ctx.copy, 2)  # 2 + 1 bytes of attributes
+        small = otc.Context(TRACE, CHILD, capacity=2)
+        self.assertError(Error.ENOSPC, small.copy_from, ctx)
+        self.assertEqual(value(small.get()), (TRACE, CHILD, 0, {}),
+                         "a refused copy changes nothing")
+        small.copy_from(otc.Context(OTHER_TRACE, SPAN))
+        self.assertEqual(value(small.get()), (OTHER_TRACE, SPAN, 0, {}))
+        with self.assertRaises(TypeError):
+            small.copy_from(ctx.get())
+        for c in (ctx, bigger, small):
+            c.destroy()
+
+    def test_repr_shows_the_value(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, {key: "v"})
+        self.assertEqual(repr(ctx), "<otel_thread_ctx.Context trace_id=%s, span_id=%s, "
+                         "flags=0x01, attrs={%d: 'v'}>" % (TRACE.hex(), SPAN.hex(), key))
         ctx.destroy()
 
-    def test_attach_hands_back_the_previous_context(self):
+
+class Saved(Clean):
+    """What a thread published, given back as a value (saved)."""
+
+    def test_attach_saves_what_was_published(self):
+        a, b = otc.Context(TRACE, SPAN, 1), otc.Context(TRACE, CHILD)
+        saved_nothing, saved_a = otc.Context(TRACE, GRANDCHILD), otc.Context()
+        self.assertIs(a.attach(saved_nothing), saved_nothing)
+        self.assertFalse(saved_nothing.holds_record)
+        self.assertError(Error.ENOCTX, saved_nothing.get)
+        self.assertIn("no record", repr(saved_nothing))
+        self.assertIs(b.attach(saved_a), saved_a)
+        self.assertTrue(saved_a.holds_record)
+        self.assertEqual(saved_a.get(), a.get())
+        self.assertEqual(otc.read(), b.get())
+        saved_a.update()
+        self.assertEqual(otc.read(), a.get())
+        saved_nothing.update()
+        self.assertPublishesNothing("a saved nothing unpublishes")
+        saved_nothing.attach()
+        self.assertPublishesNothing()
+        for c in (a, b, saved_nothing, saved_a):
+            c.destroy()
+
+    def test_saved_may_be_the_context_itself(self):
         a, b = otc.Context(TRACE, SPAN), otc.Context(TRACE, CHILD)
-        self.assertIsNone(a.update_attach())
-        self.assertIs(b.update_attach(), a)
-        self.assertIs(b.attach(), b, "attaching the attached context changes nothing")
+        a.update()
+        self.assertIs(b.attach(b), b)
         self.assertEqual(otc.read().span_id, CHILD)
-        a.destroy()  # detached again: the caller owns it
-        self.assertIs(otc.detach(), b)
+        self.assertEqual(b.get().span_id, SPAN, "b now holds what it replaced")
+        a.destroy()
         b.destroy()
 
-    def test_destroy_attached_elsewhere_raises_and_keeps_the_context(self):
-        self.assertError(Error.EBUSY, _destroy_attached_elsewhere)
+    def test_a_saved_nothing_is_a_value_too(self):
+        nothing = otc.save()
+        self.assertFalse(nothing.holds_record)
+        dup = nothing.copy()
+        self.assertFalse(dup.holds_record, "a copy holds no record either")
+        target = otc.Context(TRACE, SPAN)
+        target.copy_from(nothing)
+        self.assertFalse(target.holds_record)
+        nothing.set_ids(TRACE, SPAN)
+        self.assertTrue(nothing.holds_record, "a setter gives it a record")
+        dup.clear()
+        self.assertEqual(value(dup.get()), EMPTY)
+        for c in (nothing, dup, target):
+            c.destroy()
 
-    def test_destroy_attached_here_unpublishes_first(self):
-        ctx = otc.Context(TRACE, SPAN)
-        ctx.update_attach()
+    def test_a_saved_context_too_small_is_refused(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, {key: "x" * 50})
+        ctx.update()
+        small = otc.Context(TRACE, CHILD, capacity=10)
+        other = otc.Context(OTHER_TRACE, CHILD)
+        for name, call in (("attach", lambda: other.attach(small)),
+                           ("detach", lambda: otc.detach(small)),
+                           ("save", lambda: otc.save(small))):
+            e = self.assertError(Error.ENOSPC, call)
+            self.assertEqual(e.function, name)
+            self.assertEqual(otc.read(), ctx.get(), "%s changed what is published" % name)
+            self.assertEqual(value(small.get()), (TRACE, CHILD, 0, {}), "%s changed saved" % name)
+        exact = otc.save(otc.Context(capacity=52))  # 2 + 50 bytes: fits
+        self.assertEqual(exact.get(), ctx.get())
+        with self.assertRaises(TypeError):
+            other.attach("saved")
+        with self.assertRaises(TypeError):
+            otc.save(ctx.get())
+        for c in (ctx, small, other, exact):
+            c.destroy()
+
+
+class FastPaths(Clean):
+    """The module's functions that change the calling thread's record."""
+
+    def test_update_span_id(self):
+        self.assertError(Error.ENOCTX, otc.update_span_id, CHILD)
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, {key: "a"})
+        with ctx:
+            otc.update_span_id(CHILD)
+            self.assertEqual(value(otc.read()), (TRACE, CHILD, 1, {key: b"a"}))
+            self.assertEqual(ctx.get().span_id, SPAN, "the context is not the thread's record")
+            self.assertError(Error.EIDS, otc.update_span_id, bytes(8))
+            with self.assertRaises(ValueError):
+                otc.update_span_id(CHILD[:7])
+            otc.update_span_id(GRANDCHILD.hex())
+            self.assertEqual(otc.read().span_id, GRANDCHILD)
+        with otc.Context():
+            self.assertError(Error.EIDS, otc.update_span_id, CHILD)
         ctx.destroy()
-        self.assertIsNone(otc.current())
-        self.assertError(Error.ENOCTX, otc.read)
-        self.assertIsNone(ctx.address)
-        with self.assertRaises(ValueError):
-            ctx.update()
-        ctx.destroy()  # again: nothing left to free
 
-    def test_collected_context_is_freed_and_attached_one_is_kept(self):
-        ctx = otc.Context(TRACE, SPAN)
-        ctx.update_attach()
-        address = ctx.address
-        del ctx
-        self.assertEqual(otc.current().address, address)
-        self.assertEqual(otc.read().trace_id, TRACE)
-        otc.detach().destroy()
+    def test_update_trace_flags(self):
+        self.assertError(Error.ENOCTX, otc.update_trace_flags, 1)
+        ctx = otc.Context(TRACE, SPAN, 0)
+        with ctx:
+            otc.update_trace_flags(1)
+            self.assertEqual(otc.read().flags, 1)
+            self.assertEqual(ctx.get().flags, 0)
+            for bad in (256, -1):
+                with self.assertRaises(ValueError):
+                    otc.update_trace_flags(bad)
+            with self.assertRaises(TypeError):
+                otc.update_trace_flags(True)
+            self.assertEqual(otc.read().flags, 1)
+        with otc.Context():
+            self.assertError(Error.EIDS, otc.update_trace_flags, 1)
+            otc.update_trace_flags(0)
+            self.assertEqual(value(otc.read()), EMPTY)
+        ctx.destroy()
+
+    def test_update_all_publishes_even_when_detached(self):
+        k1, k2 = fresh_key(), fresh_key()
+        otc.update_all(TRACE, SPAN, 1, [(k1, "x"), (k2, b"y")])
+        self.assertEqual(value(otc.read()), (TRACE, SPAN, 1, {k1: b"x", k2: b"y"}))
+        otc.update_all(OTHER_TRACE.hex(), CHILD)
+        self.assertEqual(value(otc.read()), (OTHER_TRACE, CHILD, 0, {}), "attributes replaced")
+        otc.update_all(TRACE, SPAN, 1, {otc.key_name(k1): "by name"})
+        self.assertEqual(value(otc.read()), (TRACE, SPAN, 1, {k1: b"by name"}))
+
+    def test_update_all_refused_changes_nothing(self):
+        key = fresh_key()
+        otc.update_all(TRACE, SPAN, 1, {key: "v"})
+        before = otc.read()
+        self.assertError(Error.EDUPKEY, otc.update_all, TRACE, CHILD, 1,
+                         [(key, "a"), (key, "b")])
+        self.assertError(Error.ENOSPC, otc.update_all, TRACE, CHILD, 1,
+                         {k: "v" * 200 for k in (key, 100, 101, 102)})  # 808 bytes
+        self.assertError(Error.EIDS, otc.update_all, TRACE, bytes(8))
+        self.assertError(Error.EKEY, otc.update_all, TRACE, CHILD, 1, {256: "x"})
+        self.assertError(Error.EVALUE, otc.update_all, TRACE, CHILD, 1, {key: "x" * 256})
+        self.assertError(Error.EUTF8, otc.update_all, TRACE, CHILD, 1, {key: b"\xff"})
+        with self.assertRaises(ValueError):
+            otc.update_all(TRACE[:15], CHILD)
+        self.assertEqual(otc.read(), before)
+        # The next publications start from what is published, not from
+        # what a refused call left behind.
+        otc.update_span_id(CHILD)
+        self.assertEqual(value(otc.read()), (TRACE, CHILD, 1, {key: b"v"}))
+        otc.update_trace_flags(0)
+        self.assertEqual(value(otc.read()), (TRACE, CHILD, 0, {key: b"v"}))
+
+    def test_detach_and_save(self):
+        ctx = otc.Context(TRACE, SPAN, 1)
+        ctx.update()
+        saved = otc.save()
+        self.assertEqual(saved.get(), ctx.get())
+        self.assertEqual(saved.capacity, otc.ATTRS_MAX)
+        self.assertEqual(otc.read(), ctx.get(), "save changes nothing")
+        into = otc.Context()
+        self.assertIs(otc.save(into), into)
+        self.assertEqual(into.get(), ctx.get())
+        held = otc.detach(otc.Context())
+        self.assertEqual(held.get(), ctx.get())
+        self.assertPublishesNothing()
+        self.assertIsNone(otc.detach(), "nothing to detach: nothing happens")
+        nothing = otc.detach(otc.Context(TRACE, SPAN))
+        self.assertFalse(nothing.holds_record)
+        held.update()
+        self.assertEqual(otc.read(), ctx.get())
+        for c in (ctx, saved, into, held, nothing):
+            c.destroy()
 
 
 class Options(Clean):
     def test_capacity_bounds_the_attributes(self):
         key = fresh_key()
         ctx = otc.Context(capacity=10)
+        self.assertEqual(ctx.capacity, 10)
         ctx.set_attr(key, "x" * 8)  # 2 + 8 bytes: fits
         self.assertError(Error.ENOSPC, ctx.set_attr, key, "x" * 9)
-        ctx.update_attach()
+        self.assertEqual(dict(ctx.get().attrs), {key: "x" * 8}, "a refusal changes nothing")
+        ctx.update()
         self.assertEqual(dict(otc.read().attrs), {key: "x" * 8})
-        otc.detach()
         ctx.destroy()
         ids_only = otc.Context(TRACE, SPAN, 1, capacity=0)
         self.assertError(Error.ENOSPC, ids_only.set_attr, key, "")
+        ids_only.update()
+        self.assertEqual(value(otc.read()), (TRACE, SPAN, 1, {}))
         ids_only.destroy()
 
     def test_options_out_of_range(self):
@@ -347,174 +537,26 @@ class Options(Clean):
             otc.Context(capacity=-1)
         with self.assertRaises(TypeError):
             otc.Context(TRACE)
-
-    def test_free_with_thread_is_destroyed_with_its_thread(self):
-        ctx = otc.Context(TRACE, SPAN, free_with_thread=True)
-        self.assertTrue(ctx.free_with_thread)
-        published = []
-
-        def run():
-            ctx.update_attach()
-            published.append(otc.read().span_id)
-
-        t = threading.Thread(target=run)
-        t.start()
-        t.join()
-        self.assertEqual(published, [SPAN])
-        self.assertIsNone(ctx.address, "its thread ended with it attached: destroyed")
-        with self.assertRaises(ValueError):
-            ctx.update()
-        ctx.destroy()  # nothing left to free
-
-    def test_free_with_thread_detached_stays_the_callers(self):
-        ctx = otc.Context(TRACE, SPAN, free_with_thread=True)
-        t = threading.Thread(target=lambda: (ctx.update_attach(), otc.detach()))
-        t.start()
-        t.join()
-        with ctx:
-            self.assertEqual(otc.read().span_id, SPAN)
-        ctx.destroy()
-
-
-class Frozen(Clean):
-    def test_freeze_commits_and_refuses_edits(self):
-        key = fresh_key()
-        ctx = otc.Context(TRACE, SPAN, 1, attrs={key: "task"})
-        self.assertFalse(ctx.frozen)
-        ctx.freeze()
-        ctx.freeze()  # again: nothing
-        self.assertTrue(ctx.frozen)
-        self.assertEqual(dict(ctx.committed().attrs), {key: "task"})
-        for call in (lambda: ctx.set_attr(key, "x"), ctx.update, ctx.invalidate,
-                     lambda: ctx.update_span_id(CHILD), lambda: ctx.update_trace_flags(0)):
-            self.assertError(Error.EFROZEN, call)
-        with ctx:
-            self.assertEqual(otc.read().span_id, SPAN)
-        ctx.destroy()
-
-    def test_free_with_thread_cannot_be_frozen(self):
-        ctx = otc.Context(TRACE, SPAN, free_with_thread=True)
-        self.assertError(Error.EOPTIONS, ctx.freeze)
-        self.assertFalse(ctx.frozen)
-        ctx.destroy()
-
-    def test_many_threads_publish_one_frozen_context(self):
-        key = fresh_key()
-        ctx = otc.Context(TRACE, SPAN, 1, attrs={key: "shared"})
-        ctx.freeze()
-        n = 6
-        barrier = threading.Barrier(n + 1)
-        seen, failures = [], []
-
-        def task():
-            try:
-                # Read back from any thread, attached or not.
-                seen.append((ctx.committed().span_id, {}, True))
-                with ctx:
-                    barrier.wait(30)  # all attached at once
-                    barrier.wait(30)  # and the caller's reference is gone
-                    rec = otc.read()
-                    seen.append((rec.span_id, dict(rec.attrs), otc.current() is ctx))
-            except Exception as e:  # reported below
-                failures.append(e)
-                barrier.abort()
-
-        threads = [threading.Thread(target=task) for _ in range(n)]
-        for t in threads:
-            t.start()
-        try:
-            barrier.wait(30)
-            # The caller's reference may go while threads hold theirs.
-            ctx.destroy()
-            self.assertIsNone(ctx.address)
-            barrier.wait(30)
-        except threading.BrokenBarrierError:
-            pass  # a thread failed: reported below
-        for t in threads:
-            t.join()
-        self.assertEqual(failures, [])
-        self.assertEqual(len(seen), 2 * n)
-        for span, attrs, same in seen:
-            self.assertEqual(span, SPAN)
-            self.assertIn(attrs, ({key: "shared"}, {}))
-            self.assertTrue(same)
-
-    def test_frozen_context_replaced_and_restored(self):
-        shared = otc.Context(TRACE, SPAN)
-        shared.freeze()
-        own = otc.Context(TRACE, CHILD)
-        with shared:
-            with own:
-                self.assertEqual(otc.read().span_id, CHILD)
-            self.assertIs(otc.current(), shared)
-            self.assertEqual(otc.read().span_id, SPAN)
-        self.assertIsNone(otc.current())
-        shared.destroy()
-        own.destroy()
-
-
-class ReadBack(Clean):
-    def test_committed_is_what_was_committed(self):
-        key = fresh_key()
-        ctx = otc.Context(TRACE, SPAN, 1, attrs={key: "v1"})
-        rec = ctx.committed()
-        self.assertEqual((rec.trace_id, rec.span_id, rec.flags, dict(rec.attrs)),
-                         (bytes(16), bytes(8), 0, {}), "nothing committed yet")
-        ctx.update()
-        ctx.set_attr(key, "draft")
-        self.assertEqual(dict(ctx.committed().attrs), {key: "v1"})
-        ctx.update_attach()
-        ctx.invalidate()
-        self.assertEqual(dict(ctx.committed().attrs), {key: "draft"}, "even while invalidated")
-        otc.detach()
-        ctx.destroy()
-
-    def test_committed_of_a_context_attached_elsewhere_is_busy(self):
-        ctx = otc.Context(TRACE, SPAN)
-        attached, release = threading.Event(), threading.Event()
-
-        def owner():
-            with ctx:
-                attached.set()
-                release.wait(30)
-
-        t = threading.Thread(target=owner)
-        t.start()
-        try:
-            self.assertTrue(attached.wait(30))
-            self.assertError(Error.EBUSY, ctx.committed)
-        finally:
-            release.set()
-            t.join()
-        ctx.destroy()
-
-    def test_update_trace_flags(self):
-        ctx = otc.Context(TRACE, SPAN, 0)
-        with ctx:
-            ctx.update_trace_flags(1)
-            self.assertEqual(otc.read().flags, 1)
-        no_ids = otc.Context()
-        self.assertError(Error.EIDS, no_ids.update_trace_flags, 1)
-        with self.assertRaises(ValueError):
-            no_ids.update_trace_flags(256)
-        ctx.destroy()
-        no_ids.destroy()
+        with self.assertRaises(TypeError):
+            otc.Context(free_with_thread=True)  # pylint: disable=unexpected-keyword-arg
+        self.assertError(Error.EIDS, otc.Context, flags=1)
 
 
 class Validation(Clean):
-    """Nothing is truncated: what does not fit raises, and changes nothing."""
+    """Nothing is truncated: what does not fit raises, and changes neither
+    the context nor what the thread publishes."""
 
     def setUp(self):
         super().setUp()
         self.key = fresh_key()
         self.ctx = otc.Context(TRACE, SPAN, 1, attrs={self.key: "v"})
-        self.ctx.update_attach()
-        self.before = otc.read()
+        self.ctx.update()
+        self.value = self.ctx.get()
+        self.published = otc.read()
 
     def tearDown(self):
-        self.ctx.update()  # the draft too must be unchanged
-        self.assertEqual(otc.read(), self.before)
-        otc.detach()
+        self.assertEqual(self.ctx.get(), self.value)
+        self.assertEqual(otc.read(), self.published)
         self.ctx.destroy()
         super().tearDown()
 
@@ -526,13 +568,14 @@ class Validation(Clean):
             with self.assertRaises(ValueError):
                 self.ctx.set_span_id(bad)
             with self.assertRaises(ValueError):
-                self.ctx.update_span_id(bad)
+                otc.update_span_id(bad)
         with self.assertRaises(TypeError):
             self.ctx.set_ids(12345, SPAN)
 
     def test_half_ids_are_the_librarys_error(self):
         self.assertError(Error.EIDS, self.ctx.set_ids, TRACE, bytes(8))
-        self.assertError(Error.EIDS, self.ctx.update_span_id, bytes(8))
+        self.assertError(Error.EIDS, self.ctx.set_span_id, bytes(8))
+        self.assertError(Error.EIDS, otc.update_span_id, bytes(8))
 
     def test_flags_out_of_range(self):
         for bad in (256, -1, 1 << 40):
@@ -566,146 +609,474 @@ class Validation(Clean):
         self.ctx.set_attrs(attrs)
         attrs[103] = "v" * 10
         self.assertError(Error.ENOSPC, self.ctx.set_attrs, attrs)
-        self.ctx.set_attrs({self.key: "v"})  # back to what was committed
+        self.ctx.set_attrs({self.key: "v"})  # back to what it held
 
     def test_duplicate_keys(self):
         self.assertError(Error.EDUPKEY, self.ctx.set_attrs, [(1, "a"), (1, "b")])
-        self.assertError(Error.EDUPKEY, self.ctx.update_all, TRACE, CHILD, 1,
+        self.assertError(Error.EDUPKEY, otc.update_all, TRACE, CHILD, 1,
                          [(self.key, "a"), (self.key, "b")])
 
 
-class ContextManager(Clean):
+class Scopes(Clean):
+    """`with ctx:` saves what the thread published and puts it back."""
+
+    def setUp(self):
+        super().setUp()
+        self.key = fresh_key()
+        self.a = otc.Context(TRACE, SPAN, 1, {self.key: "a"})
+        self.b = otc.Context(TRACE, CHILD, 1, {self.key: "b"})
+        self.c = otc.Context(OTHER_TRACE, GRANDCHILD, 0, {self.key: "c" * 200})
+
+    def tearDown(self):
+        for ctx in (self.a, self.b, self.c):
+            ctx.destroy()
+        super().tearDown()
+
     def test_with_publishes_and_restores_nothing(self):
-        ctx = otc.Context(TRACE, SPAN, 1)
-        with ctx as entered:
-            self.assertIs(entered, ctx)
-            self.assertEqual(otc.read().span_id, SPAN)
-        self.assertIsNone(otc.current())
-        self.assertError(Error.ENOCTX, otc.read)
-        ctx.destroy()
+        with self.a as entered:
+            self.assertIs(entered, self.a)
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertPublishesNothing()
 
-    def test_nested_spans_restore_the_previous_context(self):
-        outer, inner = otc.Context(TRACE, SPAN), otc.Context(TRACE, CHILD)
-        with outer:
-            with inner:
+    def test_three_deep(self):
+        a, b, c = self.a, self.b, self.c
+        with a:
+            with b:
+                with c:
+                    self.assertEqual(otc.read(), c.get())
+                self.assertEqual(otc.read(), b.get())
+                with c:
+                    self.assertEqual(otc.read(), c.get())
+                self.assertEqual(otc.read(), b.get())
+            self.assertEqual(otc.read(), a.get())
+        self.assertPublishesNothing()
+
+    def test_the_same_context_nested(self):
+        with self.a:
+            with self.a:
+                otc.update_span_id(CHILD)
+                with self.a:
+                    self.assertEqual(otc.read(), self.a.get())
                 self.assertEqual(otc.read().span_id, CHILD)
-                with inner:  # already attached: exit leaves it attached
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertPublishesNothing()
+
+    def test_restores_the_record_not_a_context(self):
+        # What was published by update_all and the fast paths, which no
+        # Context holds, comes back whole.
+        otc.update_all(OTHER_TRACE, SPAN, 1, {self.key: "request"})
+        with self.a:
+            otc.update_span_id(CHILD)
+            inside = otc.read()
+            with self.b:
+                otc.update_trace_flags(0)
+            self.assertEqual(otc.read(), inside)
+        self.assertEqual(value(otc.read()), (OTHER_TRACE, SPAN, 1, {self.key: b"request"}))
+
+    def test_a_full_record_is_saved_whole(self):
+        # The scope's saved context has room for the largest record: 612
+        # bytes of attributes (3 * 202 + 6).
+        keys = [fresh_key() for _ in range(4)]
+        otc.update_all(TRACE, SPAN, 1, {keys[0]: "a" * 200, keys[1]: "b" * 200,
+                                        keys[2]: "c" * 200, keys[3]: "dddd"})
+        full = otc.read()
+        self.assertEqual(sum(2 + len(v) for v in full.raw_attrs.values()), otc.ATTRS_MAX)
+        with self.a:
+            with self.c:
+                pass
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertEqual(otc.read(), full)
+        big = otc.Context(attrs=full.raw_attrs)
+        with big:
+            with self.b:
+                pass
+            self.assertEqual(otc.read(), big.get())
+        big.destroy()
+
+    def test_outer_context_edited_while_the_inner_scope_is_active(self):
+        with self.a:
+            published = otc.read()
+            with self.b:
+                self.a.set_span_id(GRANDCHILD)
+                self.a.set_attr(self.key, "edited")
+                self.a.clear_ids()
+            self.assertEqual(otc.read(), published)
+            self.assertNotEqual(self.a.get(), published)
+        self.assertPublishesNothing()
+
+    def test_outer_context_destroyed_while_the_inner_scope_is_active(self):
+        with self.a:
+            published = otc.read()
+            with self.b:
+                with self.c:
+                    self.a.destroy()
+                    self.assertEqual(otc.read(), self.c.get())
+                self.assertEqual(otc.read(), self.b.get())
+            self.assertEqual(otc.read(), published)
+        self.assertPublishesNothing("the outer scope left without its context")
+
+    def test_inner_context_destroyed_while_active(self):
+        with self.a:
+            with self.b:
+                inner = self.b.get()
+                self.b.destroy()
+                self.assertEqual(otc.read(), inner, "its copy is still published")
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertPublishesNothing()
+
+    def test_inner_context_collected_after_its_scope(self):
+        inner = otc.Context(TRACE, CHILD)
+        gone = weakref.ref(inner)
+        with self.a:
+            with inner:
+                pass
+            del inner
+            self.assertIsNone(gone(), "the scope keeps no reference once left")
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertPublishesNothing()
+
+    def test_exception_through_three_scopes(self):
+        with self.assertRaises(KeyError):
+            with self.a:
+                with self.b:
+                    with self.c:
+                        raise KeyError("boom")
+        self.assertPublishesNothing()
+
+    def test_exception_caught_between_scopes(self):
+        with self.a:
+            with self.b:
+                with self.assertRaises(KeyError):
+                    with self.c:
+                        raise KeyError("boom")
+                self.assertEqual(otc.read(), self.b.get())
+                with self.assertRaises(ValueError):
+                    with self.c:
+                        otc.update_span_id(SPAN)
+                        self.c.destroy()
+                        raise ValueError("after destroying the context")
+                self.assertEqual(otc.read(), self.b.get())
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertPublishesNothing()
+
+    def test_detach_and_update_all_inside_a_scope(self):
+        with self.a:
+            with self.b:
+                otc.detach()
+            self.assertEqual(otc.read(), self.a.get())
+            with self.b:
+                otc.update_all(OTHER_TRACE, GRANDCHILD)
+            self.assertEqual(otc.read(), self.a.get())
+        with self.a:
+            otc.detach()
+        self.assertPublishesNothing()
+
+    def test_leaving_a_scope_never_entered_here(self):
+        with self.assertRaises(RuntimeError):
+            self.a.__exit__(None, None, None)
+        entered, leave = threading.Event(), threading.Event()
+        after = []
+
+        def other():
+            with self.a:
+                entered.set()
+                leave.wait(30)
+            after.append(otc.save().holds_record)
+
+        t = threading.Thread(target=other)
+        t.start()
+        try:
+            self.assertTrue(entered.wait(30))
+            with self.assertRaises(RuntimeError):
+                self.a.__exit__(None, None, None)
+            self.assertPublishesNothing()
+        finally:
+            leave.set()
+            t.join()
+        self.assertEqual(after, [False], "the other thread's scope was still its own")
+
+    def test_a_scope_that_could_not_enter_leaves_nothing(self):
+        self.b.destroy()
+        with self.a:
+            with self.assertRaises(ValueError):
+                with self.b:
                     pass
-                self.assertIs(otc.current(), inner)
-            self.assertIs(otc.current(), outer)
-            self.assertEqual(otc.read().span_id, SPAN)
-        self.assertIsNone(otc.current())
-        outer.destroy()
-        inner.destroy()
-
-    def test_restores_on_exception(self):
-        outer, inner = otc.Context(TRACE, SPAN), otc.Context(TRACE, CHILD)
-        with outer:
-            with self.assertRaises(KeyError):
-                with inner:
-                    raise KeyError("boom")
-            self.assertIs(otc.current(), outer)
-        outer.destroy()
-        inner.destroy()
-
-    def test_enter_commits_pending_edits(self):
-        ctx = otc.Context()
-        ctx.set_ids(TRACE, SPAN, 1)
-        with ctx:
-            self.assertEqual(otc.read().trace_id, TRACE)
-        ctx.destroy()
+            with self.assertRaises(RuntimeError):
+                self.b.__exit__(None, None, None)
+            self.assertEqual(otc.read(), self.a.get())
+        self.assertPublishesNothing()
 
 
 class Threads(Clean):
     N = 8
     ROUNDS = 2000
 
+    def run_threads(self, target, n):
+        """Runs target(i) in n threads; the exceptions they raised."""
+        failures = []
+
+        def run(i):
+            try:
+                target(i)
+            except BaseException as e:  # pylint: disable=broad-except
+                failures.append((i, e))
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return failures
+
     def test_each_thread_reads_back_its_own_context(self):
         key = fresh_key()
-        barrier = threading.Barrier(self.N)
-        failures = []
-        contexts = []
+        barrier = threading.Barrier(self.N, timeout=60)
 
         def worker(i):
             trace = bytes([i + 1]) * 16
-            span = bytes([i + 1]) * 8
-            ctx = otc.Context(trace, span, 1, attrs={key: "worker-%d" % i})
-            contexts.append(ctx)
+            ctx = otc.Context(trace, bytes([i + 1]) * 8, 1, attrs={key: "worker-%d" % i})
             try:
                 with ctx:
                     barrier.wait()
                     for n in range(self.ROUNDS):
                         child = struct.pack(">Q", (i << 32) | (n + 1))
-                        ctx.update_span_id(child)
+                        otc.update_span_id(child)
                         rec = otc.read()
-                        if (rec.trace_id, rec.span_id, dict(rec.attrs)) != (
-                                trace, child, {key: "worker-%d" % i}):
-                            failures.append((i, n, rec))
-                            return
+                        if value(rec) != (trace, child, 1, {key: b"worker-%d" % i}):
+                            raise AssertionError((n, rec))
                     barrier.wait()
-                if otc.current() is not None:
-                    failures.append((i, "still attached"))
-            except Exception as e:  # reported below, with the thread's index
-                failures.append((i, e))
+                if otc.save().holds_record:
+                    raise AssertionError("still publishing")
+            except BaseException:
                 barrier.abort()
+                raise
+            finally:
+                ctx.destroy()
 
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(self.N)]
-        for t in threads:
+        self.assertEqual(self.run_threads(worker, self.N), [])
+
+    def test_many_threads_attach_one_context_at_once(self):
+        key = fresh_key()
+        shared = otc.Context(TRACE, SPAN, 1, {key: "shared"})
+        first = value(shared.get())
+        barrier = threading.Barrier(self.N + 1, timeout=60)
+        seen = {}
+
+        def task(i):
+            own = struct.pack(">Q", i + 1)
+            try:
+                with shared:
+                    barrier.wait()  # 1: all publish the context at once
+                    at_once = value(otc.read())
+                    otc.update_span_id(own)  # its own record only
+                    barrier.wait()  # 2: the caller edits the context
+                    barrier.wait()  # 3: edited
+                    after_edit = value(otc.read())
+                    shared.update()
+                    again = value(otc.read())
+                seen[i] = (at_once, after_edit, again, otc.save().holds_record)
+            except BaseException:
+                barrier.abort()
+                raise
+
+        def caller():
+            barrier.wait()
+            barrier.wait()
+            shared.set_attr(key, "edited")
+            shared.set_span_id(CHILD)
+            barrier.wait()
+
+        helper = threading.Thread(target=caller)
+        helper.start()
+        self.assertEqual(self.run_threads(task, self.N), [])
+        helper.join()
+        edited = (TRACE, CHILD, 1, {key: b"edited"})
+        for i in range(self.N):
+            own = struct.pack(">Q", i + 1)
+            self.assertEqual(seen[i], (first, (TRACE, own, 1, {key: b"shared"}), edited, False),
+                             "thread %d" % i)
+        self.assertEqual(value(shared.get()), edited)
+        shared.destroy()
+
+    def check_threads_keep_their_copies(self, drop):
+        """Threads publish copies of a context; `drop(holder)` gets rid of
+        it (holder[0] is the only reference left); they keep publishing
+        their copies, until each puts back what it published before."""
+        key = fresh_key()
+        holder = [otc.Context(TRACE, SPAN, 1, {key: "kept"})]
+        expected = value(holder[0].get())
+        gone = weakref.ref(holder[0])
+        barrier = threading.Barrier(self.N + 1, timeout=60)
+        seen = {}
+
+        def task(i):
+            saved = otc.Context()
+            try:
+                holder[0].attach(saved)
+                barrier.wait()  # 1: all publish it
+                barrier.wait()  # 2: it is gone
+                seen[i] = value(otc.read())
+                saved.update()
+                seen[i] = (seen[i], otc.save().holds_record)
+            except BaseException:
+                barrier.abort()
+                raise
+
+        def caller():
+            barrier.wait()
+            drop(holder)
+            barrier.wait()
+
+        helper = threading.Thread(target=caller)
+        helper.start()
+        self.assertEqual(self.run_threads(task, self.N), [])
+        helper.join()
+        self.assertEqual(seen, {i: (expected, False) for i in range(self.N)})
+        return gone
+
+    def test_context_closed_while_threads_publish_copies(self):
+        def close(holder):
+            holder[0].close()
+            assert holder[0].address is None
+        self.check_threads_keep_their_copies(close)
+
+    def test_context_collected_while_threads_publish_copies(self):
+        collected = []
+
+        def collect(holder):
+            gone = weakref.ref(holder[0])
+            holder.clear()
+            gc.collect()
+            collected.append(gone() is None)
+        gone = self.check_threads_keep_their_copies(collect)
+        self.assertEqual(collected, [True], "collected while the threads published it")
+        self.assertIsNone(gone())
+
+    def test_no_leak_when_threads_that_attached_it_ended(self):
+        ctx = otc.Context(TRACE, SPAN, 1)
+        gone = weakref.ref(ctx)
+        results = []
+
+        def publish(c):
+            with c:
+                with c:
+                    results.append(value(otc.read()))
+            c.attach(otc.Context())
+            results.append(value(otc.read()))
+            # The thread ends publishing it.
+
+        for _ in range(4):
+            t = threading.Thread(target=publish, args=(ctx,))
             t.start()
-        for t in threads:
             t.join()
-        self.assertEqual(failures, [])
-        self.assertEqual(len(contexts), self.N)
-        for ctx in contexts:
-            ctx.destroy()
-        self.assertError(Error.ENOCTX, otc.read)
+            del t
+        self.assertEqual(results, [(TRACE, SPAN, 1, {})] * 8)
+        del ctx
+        self.assertIsNone(gone(), "no reference left by the threads")
+        gc.collect()
+        self.assertIsNone(gone())
 
-    def test_a_context_attached_to_another_thread_is_busy(self):
-        ctx = otc.Context(TRACE, SPAN)
-        attached, release = threading.Event(), threading.Event()
+    def test_a_new_thread_publishes_nothing(self):
+        # Threads that ended publishing gave their records back; a new one
+        # starts with nothing, and publishes its own.
+        def end_publishing(i):
+            otc.update_all(TRACE, struct.pack(">Q", i + 1))
 
-        def owner():
-            with ctx:
-                attached.set()
-                release.wait(30)
+        self.assertEqual(self.run_threads(end_publishing, 16), [])
+        seen = []
 
-        t = threading.Thread(target=owner)
+        def fresh(i):
+            seen.append(otc.save().holds_record)
+            otc.update_all(OTHER_TRACE, struct.pack(">Q", i + 100))
+            seen.append(otc.read().span_id == struct.pack(">Q", i + 100))
+
+        self.assertEqual(self.run_threads(fresh, 16), [])
+        self.assertEqual(sorted(seen), [False] * 16 + [True] * 16)
+
+    def test_edits_by_another_thread_are_never_seen_half_done(self):
+        # Each call holds the GIL: attaching copies a whole value, never a
+        # context halfway through copy_from() or the setters of one call.
+        self.assertIsInstance(_lib.lib, ctypes.PyDLL)
+        key = fresh_key()
+        a = otc.Context(TRACE, SPAN, 1, {key: "a" * 10})
+        b = otc.Context(OTHER_TRACE, CHILD, 0, {key: "b" * 250, 200: "x" * 250})
+        values = [value(a.get()), value(b.get())]
+        shared = a.copy()
+        stop = threading.Event()
+
+        def editor():
+            n = 0
+            while not stop.is_set():
+                shared.copy_from(b if n % 2 else a)
+                n += 1
+
+        def reader(i):
+            for _ in range(self.ROUNDS):
+                shared.update()
+                rec = value(otc.read())
+                if rec not in values:
+                    raise AssertionError(rec)
+                copied = value(shared.copy().get())
+                if copied not in values:
+                    raise AssertionError(copied)
+
+        t = threading.Thread(target=editor)
         t.start()
         try:
-            self.assertTrue(attached.wait(30))
-            self.assertError(Error.EBUSY, ctx.destroy)
-            self.assertError(Error.EBUSY, ctx.attach)
-            self.assertError(Error.EBUSY, ctx.update)
-            with self.assertRaises(ThreadCtxError):
-                with ctx:
-                    pass
-            self.assertIsNone(otc.current())
+            self.assertEqual(self.run_threads(reader, 3), [])
         finally:
-            release.set()
+            stop.set()
             t.join()
+        for c in (a, b, shared):
+            c.destroy()
+
+    def test_fork_keeps_the_forking_threads_record(self):
+        key = fresh_key()
+        ctx = otc.Context(TRACE, SPAN, 1, {key: "parent"})
+        inner = otc.Context(TRACE, CHILD, 1)
+        started, stop = threading.Event(), threading.Event()
+
+        def other():
+            with otc.Context(OTHER_TRACE, GRANDCHILD):
+                started.set()
+                stop.wait(30)
+
+        t = threading.Thread(target=other)
+        t.start()
+        self.assertTrue(started.wait(30))
+        r, w = os.pipe()
+        try:
+            with ctx:
+                pid = os.fork()
+                if pid == 0:  # the child: report, and leave at once
+                    code = 1
+                    try:
+                        ok = otc.read() == ctx.get()
+                        with inner:
+                            ok = ok and otc.read() == inner.get()
+                        ok = ok and otc.read() == ctx.get()
+                        threads = self.run_threads(
+                            lambda i: otc.update_all(OTHER_TRACE, CHILD), 2)
+                        ok = ok and threads == [] and otc.read() == ctx.get()
+                        os.write(w, b"1" if ok else b"0")
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.close(w)
+                w = -1
+                answer = os.read(r, 1)
+                _, status = os.waitpid(pid, 0)
+                self.assertEqual(otc.read(), ctx.get(), "the parent's record")
+            self.assertEqual(status, 0)
+            self.assertEqual(answer, b"1", "the child's thread lost its record")
+        finally:
+            stop.set()
+            t.join()
+            os.close(r)
+            if w >= 0:
+                os.close(w)
         ctx.destroy()
-
-    def test_thread_ending_attached_leaves_a_usable_context(self):
-        ctxs = [otc.Context(bytes([9]) * 16, bytes([i + 1]) * 8) for i in range(4)]
-
-        def leave_attached(ctx):
-            ctx.update_attach()
-            if otc.read().span_id != ctx_span(ctx):
-                raise AssertionError("not published")
-
-        def ctx_span(ctx):
-            return bytes([ctxs.index(ctx) + 1]) * 8
-
-        for ctx in ctxs:
-            t = threading.Thread(target=leave_attached, args=(ctx,))
-            t.start()
-            t.join()
-        for ctx in ctxs:
-            # Detached when its thread ended, not freed by the library.
-            ctx.update_attach()
-            self.assertEqual(otc.read().span_id, ctx_span(ctx))
-            otc.detach()
-            ctx.destroy()
+        inner.destroy()
 
 
 def read_own_process():
