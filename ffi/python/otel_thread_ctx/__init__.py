@@ -109,6 +109,7 @@ class Error(enum.IntEnum):
     ESYS = -4019
     EDUPKEY = -4020
     EOPTIONS = -4021
+    EUNSUPPORTED = -4023
 
 
 def strerror(code: int) -> str:

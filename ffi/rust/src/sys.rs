@@ -71,6 +71,7 @@ pub const OTEL_THREAD_CTX_EMAP: c_int = -4018;
 pub const OTEL_THREAD_CTX_ESYS: c_int = -4019;
 pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -4020;
 pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -4021;
+pub const OTEL_THREAD_CTX_EUNSUPPORTED: c_int = -4023;
 
 /// `struct otel_thread_ctx_options`.
 #[repr(C)]

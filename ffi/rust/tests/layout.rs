@@ -131,6 +131,7 @@ fn errors() -> Vec<(&'static str, i32)> {
         ("ESYS", sys::OTEL_THREAD_CTX_ESYS),
         ("EDUPKEY", sys::OTEL_THREAD_CTX_EDUPKEY),
         ("EOPTIONS", sys::OTEL_THREAD_CTX_EOPTIONS),
+        ("EUNSUPPORTED", sys::OTEL_THREAD_CTX_EUNSUPPORTED),
         ("EPERM", sys::OTEL_THREAD_CTX_EPERM),
         ("ENOENT", sys::OTEL_THREAD_CTX_ENOENT),
         ("ESRCH", sys::OTEL_THREAD_CTX_ESRCH),
