@@ -459,8 +459,8 @@ int otel_thread_ctx_update_trace_flags(uint8_t trace_flags);
  * flags and attributes (checked as otel_thread_ctx_set_ids() and
  * otel_thread_ctx_set_attrs() check them, against a capacity of
  * OTEL_THREAD_CTX_ATTRS_MAX), whatever it published before.
- * Errors: ENULL, EKEY, EVALUE, EUTF8, EDUPKEY, EIDS, ENOSPC; ENOMEM,
- * ETHREAD.
+ * Errors: ENULL; EIDS; then each attribute in turn: ENULL (value with
+ * len > 0), EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC; then ENOMEM, ETHREAD.
  */
 int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uint8_t span_id[8],
 			       uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs,
