@@ -117,7 +117,9 @@ static struct {
 	.instructions = true,
 };
 
-static const unsigned scale_threads[] = {1, 2, 8, 64};
+/* Threads of the scaling runs: at most MAX_SCALE_THREADS. */
+#define MAX_SCALE_THREADS 64
+static const unsigned scale_threads[] = {1, 2, 8, MAX_SCALE_THREADS};
 #define N_SCALE (sizeof(scale_threads) / sizeof(scale_threads[0]))
 
 static void die(const char *fmt, ...)
@@ -649,12 +651,6 @@ static void pin(void)
 	}
 }
 
-static void unpin_thread(pthread_attr_t *attr)
-{
-	if (pinned_cpu >= 0)
-		pthread_attr_setaffinity_np(attr, sizeof(all_cpus), &all_cpus);
-}
-
 static char cpu_model[128] = "unknown";
 static char kernel[sizeof(((struct utsname *)0)->release) * 3 + 8] = "unknown";
 static char libc_version[128] = "unknown";
@@ -845,6 +841,9 @@ static bool count_instructions(char *why, size_t why_len)
  * only in whose context is attached: each thread its own, or one context
  * that every thread attaches at once (a context is a value that threads
  * only read); in both, each iteration attaches the same context again.
+ * The cost of copying a context depends on where it lies in its cache line
+ * (the attributes of 16-byte blocks straddle lines or not), so each own
+ * context is placed as the shared one is: same offset in its cache line.
  */
 enum scale_ctx {
 	SCALE_FIXTURE, /* the operation's own fixture */
@@ -893,10 +892,40 @@ static double scale_versus(size_t o, size_t s)
 	return scaling[o][s].cpu_median / scaling[scale_ops[o].versus][s].cpu_median;
 }
 
+/*
+ * `count` contexts like make_ctx(0, span_ids[0], attrs), all at the same
+ * offset in their cache line.  Of 64 * (count - 1) + 1 contexts, some
+ * `count` share one of the 64 offsets; with glibc's 16-byte alignment, of
+ * 4 * (count - 1) + 1 already, and the loop stops as soon as it has them.
+ */
+static void make_ctxs_alike(otel_thread_ctx **out, unsigned count, bool attrs)
+{
+	size_t total = 64 * ((size_t)count - 1) + 1, made = 0;
+	otel_thread_ctx **all = calloc(total, sizeof(*all));
+	unsigned in_class[64] = {0}, cls = 0;
+
+	if (all == NULL)
+		die("out of memory");
+	while (made < total) {
+		all[made] = make_ctx(0, span_ids[0], attrs);
+		cls = (unsigned)((uintptr_t)all[made++] & 63);
+		if (++in_class[cls] == count)
+			break;
+	}
+	for (size_t i = 0, k = 0; i < made; i++) {
+		if (((uintptr_t)all[i] & 63) == cls && k < count)
+			out[k++] = all[i];
+		else
+			otel_thread_ctx_destroy(all[i]);
+	}
+	free(all);
+}
+
 struct scale_arg {
 	const struct op *op;
 	enum scale_ctx ctx;
-	otel_thread_ctx *one; /* SCALE_ONE: the context of every thread */
+	otel_thread_ctx *ctx_of; /* SCALE_ONE: the context of every thread;
+				  * SCALE_OWN: this thread's */
 	uint64_t n;
 	pthread_barrier_t *barrier;
 	double cpu_ns;
@@ -906,15 +935,10 @@ struct scale_arg {
 static void *scale_thread(void *p)
 {
 	struct scale_arg *a = p;
-	otel_thread_ctx *own = NULL, *one = NULL;
 	struct fixture fx;
 	uint64_t t0, t1;
 
-	if (a->ctx == SCALE_OWN)
-		one = own = make_ctx(0, span_ids[0], a->op->attrs);
-	else if (a->ctx == SCALE_ONE)
-		one = a->one;
-	fixture_init(&fx, a->op->attrs, one);
+	fixture_init(&fx, a->op->attrs, a->ctx_of);
 	a->op->run(&fx, a->n / 16 + 1);
 	pthread_barrier_wait(a->barrier);
 	a->start = now_ns(CLOCK_MONOTONIC);
@@ -923,68 +947,111 @@ static void *scale_thread(void *p)
 	t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	a->end = now_ns(CLOCK_MONOTONIC);
 	fixture_fini(&fx);
-	otel_thread_ctx_destroy(own);
 	a->cpu_ns = (double)(t1 - t0) / (double)a->n;
 	return NULL;
 }
 
+/*
+ * One run of row o on t threads at once: each thread's CPU ns per op into
+ * cpu[0 .. t-1], the wall ns per op of them all into *wall.  Thread k runs
+ * on the k-th of the CPUs this program may use, round robin, so that every
+ * row places its threads alike.
+ */
+static void scale_once(size_t o, unsigned t, uint64_t n, otel_thread_ctx *const *own,
+		       otel_thread_ctx *one, double *cpu, double *wall)
+{
+	const struct op *op = op_by_id(scale_ops[o].op);
+	struct scale_arg args[MAX_SCALE_THREADS];
+	pthread_t tids[MAX_SCALE_THREADS];
+	pthread_barrier_t barrier;
+	uint64_t first = UINT64_MAX, last = 0;
+	int cpus = CPU_COUNT(&all_cpus);
+
+	if (t > MAX_SCALE_THREADS)
+		die("scaling: more than %d threads", MAX_SCALE_THREADS);
+	pthread_barrier_init(&barrier, NULL, t + 1);
+	for (unsigned k = 0; k < t; k++) {
+		enum scale_ctx c = scale_ops[o].ctx;
+		pthread_attr_t attr;
+
+		args[k] = (struct scale_arg){op, c, c == SCALE_OWN ? own[k] : c == SCALE_ONE ? one : NULL,
+					     n, &barrier, 0, 0, 0};
+		pthread_attr_init(&attr);
+		if (pinned_cpu >= 0 && cpus > 0) {
+			cpu_set_t set;
+			int want = (int)(k % (unsigned)cpus);
+
+			CPU_ZERO(&set);
+			for (int c2 = 0; c2 < CPU_SETSIZE; c2++)
+				if (CPU_ISSET(c2, &all_cpus) && want-- == 0) {
+					CPU_SET(c2, &set);
+					break;
+				}
+			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		}
+		if (pthread_create(&tids[k], &attr, scale_thread, &args[k]) != 0)
+			die("pthread_create failed");
+		pthread_attr_destroy(&attr);
+	}
+	pthread_barrier_wait(&barrier);
+	for (unsigned k = 0; k < t; k++)
+		pthread_join(tids[k], NULL);
+	pthread_barrier_destroy(&barrier);
+	/* From the first thread's start to the last one's end: the threads'
+	 * own clocks, since this one may be scheduled late. */
+	for (unsigned k = 0; k < t; k++) {
+		cpu[k] = args[k].cpu_ns;
+		first = args[k].start < first ? args[k].start : first;
+		last = args[k].end > last ? args[k].end : last;
+	}
+	*wall = (double)(last - first) / ((double)n * t);
+}
+
+/* Every row at 1, 2, 8 and 64 threads; at each count, the repetitions of
+ * all rows interleaved, as in the operations table. */
 static void run_scaling(void)
 {
+	/* The contexts of each SCALE_OWN row; its SCALE_ONE row gives the
+	 * first of them to every thread.  At one thread the two rows run on
+	 * the same context. */
+	static otel_thread_ctx *alike[N_SCALE_OPS][MAX_SCALE_THREADS];
+	double *cpu[N_SCALE_OPS], *wall[N_SCALE_OPS], dummy;
+	uint64_t n[N_SCALE_OPS];
+
 	for (size_t o = 0; o < N_SCALE_OPS; o++) {
 		const struct op *op = op_by_id(scale_ops[o].op);
-		uint64_t n = (uint64_t)((double)op->iters * opt.scale_ms / opt.rep_ms) + 1;
-		otel_thread_ctx *one = make_ctx(0, span_ids[0], op->attrs);
 
-		for (size_t s = 0; s < N_SCALE; s++) {
-			unsigned t = scale_threads[s];
-			double *cpu = calloc((size_t)t * opt.scale_reps, sizeof(double));
-			double *wall = calloc(opt.scale_reps, sizeof(double));
-			struct scale_arg *args = calloc(t, sizeof(*args));
-			pthread_t *tids = calloc(t, sizeof(*tids));
-			pthread_barrier_t barrier;
-			pthread_attr_t attr;
-			double dummy;
-
-			if (cpu == NULL || wall == NULL || args == NULL || tids == NULL)
-				die("out of memory");
-			pthread_attr_init(&attr);
-			unpin_thread(&attr);
-			for (unsigned r = 0; r < opt.scale_reps; r++) {
-				uint64_t first = UINT64_MAX, last = 0;
-
-				pthread_barrier_init(&barrier, NULL, t + 1);
-				for (unsigned k = 0; k < t; k++) {
-					args[k] = (struct scale_arg){op, scale_ops[o].ctx, one, n,
-								     &barrier, 0, 0, 0};
-					if (pthread_create(&tids[k], &attr, scale_thread, &args[k]) != 0)
-						die("pthread_create failed");
-				}
-				pthread_barrier_wait(&barrier);
-				for (unsigned k = 0; k < t; k++)
-					pthread_join(tids[k], NULL);
-				pthread_barrier_destroy(&barrier);
-				/* From the first thread's start to the last one's end:
-				 * the threads' own clocks, since this one may be
-				 * scheduled late. */
-				for (unsigned k = 0; k < t; k++) {
-					cpu[r * t + k] = args[k].cpu_ns;
-					first = args[k].start < first ? args[k].start : first;
-					last = args[k].end > last ? args[k].end : last;
-				}
-				wall[r] = (double)(last - first) / ((double)n * t);
-			}
-			pthread_attr_destroy(&attr);
-			summarize(cpu, (size_t)t * opt.scale_reps, &scaling[o][s].cpu_median,
-				  &dummy, &scaling[o][s].cpu_max, &dummy, &dummy);
-			summarize(wall, opt.scale_reps, &scaling[o][s].wall, &dummy, &dummy,
-				  &dummy, &dummy);
-			free(cpu);
-			free(wall);
-			free(args);
-			free(tids);
-		}
-		otel_thread_ctx_destroy(one);
+		n[o] = (uint64_t)((double)op->iters * opt.scale_ms / opt.rep_ms) + 1;
+		if (scale_ops[o].ctx == SCALE_OWN)
+			make_ctxs_alike(alike[o], MAX_SCALE_THREADS, op->attrs);
 	}
+	for (size_t s = 0; s < N_SCALE; s++) {
+		unsigned t = scale_threads[s];
+
+		for (size_t o = 0; o < N_SCALE_OPS; o++) {
+			cpu[o] = calloc((size_t)t * opt.scale_reps, sizeof(double));
+			wall[o] = calloc(opt.scale_reps, sizeof(double));
+			if (cpu[o] == NULL || wall[o] == NULL)
+				die("out of memory");
+		}
+		for (unsigned r = 0; r < opt.scale_reps; r++)
+			for (size_t o = 0; o < N_SCALE_OPS; o++)
+				scale_once(o, t, n[o], alike[o],
+					   scale_ops[o].ctx == SCALE_ONE ? alike[scale_ops[o].versus][0]
+									 : NULL,
+					   &cpu[o][(size_t)r * t], &wall[o][r]);
+		for (size_t o = 0; o < N_SCALE_OPS; o++) {
+			summarize(cpu[o], (size_t)t * opt.scale_reps, &scaling[o][s].cpu_median,
+				  &dummy, &scaling[o][s].cpu_max, &dummy, &dummy);
+			summarize(wall[o], opt.scale_reps, &scaling[o][s].wall, &dummy, &dummy,
+				  &dummy, &dummy);
+			free(cpu[o]);
+			free(wall[o]);
+		}
+	}
+	for (size_t o = 0; o < N_SCALE_OPS; o++)
+		for (unsigned k = 0; k < MAX_SCALE_THREADS; k++)
+			otel_thread_ctx_destroy(alike[o][k]);
 	scaling_done = true;
 }
 
