@@ -841,9 +841,9 @@ static bool count_instructions(char *why, size_t why_len)
  * only in whose context is attached: each thread its own, or one context
  * that every thread attaches at once (a context is a value that threads
  * only read); in both, each iteration attaches the same context again.
- * The cost of copying a context depends on where it lies in its cache line
- * (the attributes of 16-byte blocks straddle lines or not), so each own
- * context is placed as the shared one is: same offset in its cache line.
+ * So that the two differ in nothing else, the own contexts all lie at the
+ * shared one's offset in its cache line (a copy's 16-byte blocks straddle
+ * lines alike), and run_scaling() places and interleaves both rows alike.
  */
 enum scale_ctx {
 	SCALE_FIXTURE, /* the operation's own fixture */
