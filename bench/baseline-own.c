@@ -6,11 +6,13 @@
  * the PLT like the others.  Against (b) it shows what the hand-written
  * sequence costs over the one the compiler inlines; against the API
  * functions, what their bookkeeping costs over the bare access.  The
- * benchmark stores its own marker pointers there, while no context is
- * attached and nothing reads the slot, and leaves it NULL.  (e) is the same
- * swap by compare-and-swap.
+ * benchmark stores its own marker pointers there, while the thread publishes
+ * nothing and nothing reads the slot, and leaves it NULL.
+ *
+ * bench-archive compiles this file into the executable with OTEL__OWN_SLOT,
+ * as the static library is compiled: the access is then the one the static
+ * library makes, to its own slot, which the linker relaxes to local-exec.
  */
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "baseline.h"
@@ -25,18 +27,4 @@ __attribute__((visibility("default"))) void *bench_own_swap(void *value)
 	__atomic_store_n(slot, (const struct otel_thread_ctx_record *)value, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return old;
-}
-
-/* The same swap done by compare-and-swap: the least an attach costs that
- * claims its context atomically (one locked instruction). */
-__attribute__((visibility("default"))) void *bench_own_cas_swap(void *value)
-{
-	const struct otel_thread_ctx_record **slot = otel__slot_in_effect();
-	const struct otel_thread_ctx_record *old = __atomic_load_n(slot, __ATOMIC_RELAXED);
-
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_compare_exchange_n(slot, &old, (const struct otel_thread_ctx_record *)value, false,
-				    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return (void *)old;
 }

@@ -11,7 +11,6 @@ void *bench_gd_swap(void *value);
 /* The same swap on otel_thread_ctx_v1, through the library's access
  * sequence (bench/baseline-own.c). */
 void *bench_own_swap(void *value);
-void *bench_own_cas_swap(void *value);
 void *bench_ie_nop(void *value);
 void *bench_desc_nop(void *value);
 void *bench_gd_nop(void *value);

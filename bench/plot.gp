@@ -7,6 +7,9 @@
 #
 # Columns of the CSV (see bench/bench.c, write_csv): 1 id, 2 label, 3 group,
 # 4 swaps, 7 ns_median, 8 ns_min, 11 ns_max, 14 target_ns, 16 instr_per_op.
+# The same script draws results.csv (the shared library, targets in ratios
+# to (b)) and results-archive.csv (the static library linked into the
+# program, targets in ratios to (a)).
 
 if (!exists("datafile") || !exists("outfile")) {
 	print "usage: gnuplot -e 'datafile=\"results.csv\"; outfile=\"results.svg\"' plot.gp"
@@ -21,7 +24,9 @@ stats datafile using 0 skip 1 nooutput
 rows = STATS_records
 stats datafile using (strcol(16) ne "" ? 1 : 0) skip 1 nooutput
 have_instr = STATS_sum > 0
-# The baselines (b) and (c), drawn as vertical lines.
+# The baselines (a), (b) and (c), drawn as vertical lines.
+stats datafile using (strcol(1) eq "ie" ? $7 : NaN) skip 1 nooutput
+a_ns = STATS_max
 stats datafile using (strcol(1) eq "desc" ? $7 : NaN) skip 1 nooutput
 b_ns = STATS_max
 stats datafile using (strcol(1) eq "gd" ? $7 : NaN) skip 1 nooutput
@@ -52,6 +57,7 @@ set border 3
 set key outside bottom center horizontal
 set style arrow 1 nohead lc rgb "#4477aa" dt 2 lw 1.5
 set style arrow 2 nohead lc rgb "#888888" dt 3 lw 1.5
+set style arrow 3 nohead lc rgb "#228833" dt 4 lw 1.5
 
 if (have_instr) {
 	set multiplot layout 1, 2 margins 0.25, 0.98, 0.16, 0.92 spacing 0.03, 0
@@ -63,11 +69,13 @@ set xrange [1:*]
 set xtics format "%g"
 set arrow 1 from b_ns, graph 0 to b_ns, graph 1 as 1 front
 set arrow 2 from c_ns, graph 0 to c_ns, graph 1 as 2 front
+set arrow 3 from a_ns, graph 0 to a_ns, graph 1 as 3 front
 plot datafile skip 1 using 7:0:8:11:(color(strcol(3))):ytic(2) \
 		with xerrorbars pt 7 ps 0.9 lc rgb variable notitle, \
 	'' skip 1 using 14:0 with points pt 6 ps 1.3 lc rgb "#222222" title "target", \
 	NaN with points pt 7 lc rgb baseline_color title "baseline", \
 	NaN with points pt 7 lc rgb library_color title "library", \
+	NaN with lines dt 4 lw 1.5 lc rgb "#228833" title "(a)", \
 	NaN with lines dt 2 lw 1.5 lc rgb baseline_color title "(b)", \
 	NaN with lines dt 3 lw 1.5 lc rgb "#888888" title "(c)"
 
