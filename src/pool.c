@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The records of publishing threads: pairs carved from slabs that are mapped
- * with mmap() and never unmapped, and a free list that threads take from
- * when they first publish and give back to when they exit.
+ * The records of publishing threads: pairs carved in order from slabs that
+ * are mapped with mmap() when their first pair is taken and never unmapped,
+ * and a free list of the pairs that exiting threads gave back, which threads
+ * that publish for the first time take from before they take a new pair.
  *
  * No lock and no malloc, so that the first publication of a thread, maybe in
  * a signal handler, is async-signal-safe.  The free list is a stack whose
@@ -27,8 +28,9 @@
 _Static_assert(sizeof(struct otel__pair) % 16 == 0, "records stay 16-byte aligned");
 
 static struct otel__pair *slabs[MAX_SLABS];
-/* Slab indices handed out (some may have failed to map: NULL in slabs). */
-static unsigned int slabs_claimed;
+/* Pairs never handed out start at this index: the pool takes them in order,
+ * mapping a slab when the first of its pairs is taken. */
+static uint32_t fresh;
 /* (changes << 32) | (1 + index of the top free pair). */
 static uint64_t free_head;
 
@@ -59,27 +61,47 @@ static struct otel__pair *claim(struct otel__pair *p, struct otel__thread *owner
 	return p;
 }
 
-/* A new slab: its first pair for the caller, the others to the pool. */
-static struct otel__pair *grow(struct otel__thread *owner)
+/*
+ * The slab of pair `index`, mapped if it is not yet.  Threads that find it
+ * missing at once each map one; the first to install its mapping wins and the
+ * others unmap theirs, so that a burst of first publications maps no more
+ * than it needs.  Untouched pages of a slab take no memory: only the pairs
+ * handed out are ever written.
+ */
+static struct otel__pair *slab_for(uint32_t index)
 {
-	unsigned int s = __atomic_fetch_add(&slabs_claimed, 1, __ATOMIC_RELAXED);
-	struct otel__pair *slab;
+	struct otel__pair **at = &slabs[index / PAIRS_PER_SLAB], *slab, *mine;
 	void *m;
 
-	if (s >= MAX_SLABS)
-		return NULL;
+	slab = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+	if (slab != NULL)
+		return slab;
 	m = mmap(NULL, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
-	slab = m;
-	for (uint32_t i = 0; i < PAIRS_PER_SLAB; i++) {
-		slab[i].index = s * PAIRS_PER_SLAB + i;
-		/* The chain 1 .. last; the last one's link is set when pushed. */
-		slab[i].next = slab[i].index + 2;
-	}
-	__atomic_store_n(&slabs[s], slab, __ATOMIC_RELEASE);
-	push_chain(&slab[1], &slab[PAIRS_PER_SLAB - 1]);
-	return claim(&slab[0], owner);
+	mine = m;
+	if (__atomic_compare_exchange_n(at, &slab, mine, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return mine;
+	munmap(m, SLAB_BYTES);
+	return slab;
+}
+
+/* A pair never handed out, or NULL when the pool is full or no memory can
+ * be mapped (the index is then lost: a pool that cannot map is done). */
+static struct otel__pair *take_fresh(struct otel__thread *owner)
+{
+	uint32_t index = __atomic_fetch_add(&fresh, 1, __ATOMIC_RELAXED);
+	struct otel__pair *slab, *p;
+
+	if (index >= MAX_SLABS * PAIRS_PER_SLAB)
+		return NULL;
+	slab = slab_for(index);
+	if (slab == NULL)
+		return NULL;
+	p = slab + index % PAIRS_PER_SLAB;
+	p->index = index;
+	return claim(p, owner);
 }
 
 struct otel__pair *otel__pool_take(struct otel__thread *owner)
@@ -91,7 +113,7 @@ struct otel__pair *otel__pool_take(struct otel__thread *owner)
 		uint32_t top = (uint32_t)head;
 
 		if (top == 0)
-			return grow(owner);
+			return take_fresh(owner);
 		p = pair_at(top - 1);
 		want = ((head >> 32) + 1) << 32 | __atomic_load_n(&p->next, __ATOMIC_RELAXED);
 	} while (!__atomic_compare_exchange_n(&free_head, &head, want, true, __ATOMIC_ACQUIRE,
@@ -107,16 +129,16 @@ void otel__pool_give(struct otel__pair *pair)
 
 void otel__pool_reclaim_after_fork(const struct otel__thread *self)
 {
-	unsigned int n = __atomic_load_n(&slabs_claimed, __ATOMIC_RELAXED);
+	uint32_t n = __atomic_load_n(&fresh, __ATOMIC_RELAXED);
 
-	if (n > MAX_SLABS)
-		n = MAX_SLABS;
-	for (unsigned int s = 0; s < n; s++) {
+	if (n > MAX_SLABS * PAIRS_PER_SLAB)
+		n = MAX_SLABS * PAIRS_PER_SLAB;
+	for (uint32_t s = 0; s * PAIRS_PER_SLAB < n; s++) {
 		struct otel__pair *slab = __atomic_load_n(&slabs[s], __ATOMIC_ACQUIRE);
 
 		if (slab == NULL)
 			continue;
-		for (uint32_t i = 0; i < PAIRS_PER_SLAB; i++) {
+		for (uint32_t i = 0; i < PAIRS_PER_SLAB && s * PAIRS_PER_SLAB + i < n; i++) {
 			struct otel__thread *owner =
 				__atomic_load_n(&slab[i].owner, __ATOMIC_RELAXED);
 

@@ -35,6 +35,8 @@ struct otel_thread_ctx {
 	/* Non-zero: holds no record (a saved "nothing published"); the
 	 * record is then empty. */
 	uint8_t none;
+	/* Non-zero when the record has a trace id (and so a span id). */
+	uint8_t traced;
 	/* The record: HEADER_SIZE + capacity bytes, valid always 1. */
 	_Alignas(8) unsigned char storage[];
 };
@@ -45,6 +47,10 @@ struct otel_thread_ctx {
 #define FIELD_FLAGS 4u /* trace_flags */
 #define FIELD_ATTRS 8u /* attrs_data_size and attrs_data */
 #define FIELD_ALL (FIELD_TRACE | FIELD_SPAN | FIELD_FLAGS | FIELD_ATTRS)
+
+/* struct otel__thread's `shown`. */
+#define SHOWN 1u  /* the slot points to pub */
+#define TRACED 2u /* pub has a trace id */
 
 _Static_assert(OTEL_THREAD_CTX_KEY_MAX == OTEL_THREAD_CTX_VALUE_MAX,
 	       "attrs_encode() tests key and length against one bound");
@@ -81,21 +87,20 @@ OTEL__TLSDESC_PROBE("otel__state_probe", "otel__thread_state")
 extern char otel__state_probe[] __attribute__((visibility("hidden")));
 static intptr_t state_offset;
 
-/* The TLS call, out of line: the registers it needs are saved there, not
- * on the shortcut. */
-__attribute__((noinline)) static struct otel__thread *thread_self_call(void)
+/* The offset of the shortcut (0: off), and the calling thread's state by
+ * it.  Where it is off, the caller makes the TLS call in a function of its
+ * own, out of line, so that the registers and the stack alignment that call
+ * needs cost nothing on the shortcut. */
+static inline intptr_t shortcut(void)
 {
-	return otel__thread_self();
+	return __atomic_load_n(&state_offset, __ATOMIC_RELAXED);
 }
 
-static inline struct otel__thread *thread_self(void)
+static inline struct otel__thread *thread_at(intptr_t off)
 {
-	intptr_t off = __atomic_load_n(&state_offset, __ATOMIC_RELAXED);
-
-	if (__builtin_expect(off != 0, 1))
-		return (struct otel__thread *)(otel__thread_pointer() + (uintptr_t)off);
-	return thread_self_call();
+	return (struct otel__thread *)(otel__thread_pointer() + (uintptr_t)off);
 }
+
 
 /* The offset in use, 0 when every path makes the TLSDESC call.  Hidden: for
  * the tests that link the archive (tests/hotpath/). */
@@ -168,7 +173,11 @@ static inline void publish(struct otel__thread *t, const struct otel_thread_ctx_
 	/* ... and the record it replaced is not written before it is
 	 * unreachable. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->shown = rec != NULL;
+}
+
+static inline struct otel_thread_ctx_record *draft_of(const struct otel__thread *t)
+{
+	return (struct otel_thread_ctx_record *)((uintptr_t)t->pub ^ t->flip);
 }
 
 /* Publishes the draft d, which becomes pub; pub becomes the draft, which
@@ -177,7 +186,6 @@ static inline void publish_draft(struct otel__thread *t, struct otel_thread_ctx_
 				 unsigned int changed)
 {
 	publish(t, d);
-	t->draft = t->pub;
 	t->pub = d;
 	t->stale = changed;
 }
@@ -186,10 +194,12 @@ static inline void publish_draft(struct otel__thread *t, struct otel_thread_ctx_
  * (attributes: the used bytes only). */
 static inline struct otel_thread_ctx_record *draft_for(struct otel__thread *t, unsigned int skip)
 {
-	struct otel_thread_ctx_record *d = t->draft;
+	struct otel_thread_ctx_record *d = draft_of(t);
 	const struct otel_thread_ctx_record *p = t->pub;
 	unsigned int need = t->stale & ~skip;
 
+	if (__builtin_expect(need == 0, 1))
+		return d;
 	if (need & FIELD_TRACE)
 		memcpy(d->trace_id, p->trace_id, sizeof(d->trace_id));
 	if (need & FIELD_SPAN)
@@ -226,7 +236,7 @@ __attribute__((noinline, cold)) static int first_publication(struct otel__thread
 	if (t->slot == NULL)
 		t->slot = otel__slot_in_effect();
 	t->pub = &pair->rec[0];
-	t->draft = &pair->rec[1];
+	t->flip = (uintptr_t)&pair->rec[0] ^ (uintptr_t)&pair->rec[1];
 	t->stale = FIELD_ALL;
 	t->shown = 0;
 	t->hooked = 1;
@@ -245,9 +255,9 @@ static void on_thread_exit(void *arg)
 	if (t->pub == NULL)
 		return;
 	publish(t, NULL);
-	first = t->pub < t->draft ? t->pub : t->draft;
+	first = t->pub < draft_of(t) ? t->pub : draft_of(t);
 	t->pub = NULL;
-	t->draft = NULL;
+	t->flip = 0;
 	otel__pool_give((struct otel__pair *)(void *)first);
 }
 
@@ -401,6 +411,7 @@ static inline void make_none(otel_thread_ctx *ctx)
 	r->trace_flags = 0;
 	r->attrs_data_size = 0;
 	ctx->none = 1;
+	ctx->traced = 0;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
@@ -412,6 +423,7 @@ OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trac
 		return OTEL_THREAD_CTX_EIDS;
 	write_ids(rec_of(ctx), trace_id, span_id, trace_flags);
 	ctx->none = 0;
+	ctx->traced = !all_zero(trace_id, 16);
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -448,6 +460,7 @@ OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
 	memset(r->span_id, 0, sizeof(r->span_id));
 	r->trace_flags = 0;
 	ctx->none = 0;
+	ctx->traced = 0;
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -569,6 +582,7 @@ OTEL_EXPORT int otel_thread_ctx_copy(otel_thread_ctx *dst, const otel_thread_ctx
 		return OTEL_THREAD_CTX_ENOSPC;
 	copy_record(rec_of(dst), crec_of(src));
 	dst->none = src->none;
+	dst->traced = src->traced;
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -585,6 +599,13 @@ OTEL_EXPORT int otel_thread_ctx_get(const otel_thread_ctx *ctx,
 
 /* --- publishing ------------------------------------------------------------ */
 
+/*
+ * Each publishing function is an always-inline body that takes the calling
+ * thread's state, run by the exported function with the state found by the
+ * shortcut, or, where the shortcut is off, by an out-of-line twin (NAME_call)
+ * that makes the TLS call.
+ */
+
 /* 0 when `saved` can hold what the thread publishes, else ENOSPC. */
 static inline int check_saved(const struct otel__thread *t, const otel_thread_ctx *saved)
 {
@@ -599,49 +620,54 @@ static inline void save(const struct otel__thread *t, otel_thread_ctx *saved)
 	if (t->shown) {
 		copy_record(rec_of(saved), t->pub);
 		saved->none = 0;
+		saved->traced = (t->shown & TRACED) != 0;
 	} else {
 		make_none(saved);
 	}
 }
 
-static int attach_first(const otel_thread_ctx *ctx, otel_thread_ctx *saved);
+static int attach_first(struct otel__thread *t, const otel_thread_ctx *ctx,
+			otel_thread_ctx *saved);
 
-/*
- * attach and update.  The first publication of a thread is a tail call to
- * an out-of-line function that sets the thread up and starts again, so that
- * on the common path no value has to survive a call but the TLS access.
- */
-__attribute__((always_inline)) static inline int attach(const otel_thread_ctx *ctx,
-							otel_thread_ctx *saved)
+/* attach and update.  The first publication of a thread goes out of line:
+ * it sets the thread up and starts again. */
+__attribute__((always_inline)) static inline int attach_on(struct otel__thread *t,
+							   const otel_thread_ctx *ctx,
+							   otel_thread_ctx *saved)
 {
-	struct otel__thread *t;
 	struct otel_thread_ctx_record *d;
+	unsigned int shown;
 	int err;
 
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	t = thread_self();
 	if (__builtin_expect(t->pub == NULL, 0))
-		return attach_first(ctx, saved);
-	err = check_saved(t, saved);
-	if (err)
-		return err;
+		return attach_first(t, ctx, saved);
+	if (saved != NULL) {
+		err = check_saved(t, saved);
+		if (err)
+			return err;
+	}
 	if (ctx->none) {
 		if (saved != NULL)
 			save(t, saved);
 		publish(t, NULL);
+		t->shown = 0;
 		return OTEL_THREAD_CTX_OK;
 	}
-	/* The draft first: saved may be ctx. */
-	d = t->draft;
+	/* The draft first: saved may be ctx, whose `traced` save changes. */
+	d = draft_of(t);
 	copy_record(d, crec_of(ctx));
+	shown = SHOWN | (ctx->traced ? TRACED : 0);
 	if (saved != NULL)
 		save(t, saved);
 	publish_draft(t, d, FIELD_ALL);
+	t->shown = (uint8_t)shown;
 	return OTEL_THREAD_CTX_OK;
 }
 
-__attribute__((noinline, cold)) static int attach_first(const otel_thread_ctx *ctx,
+__attribute__((noinline, cold)) static int attach_first(struct otel__thread *t,
+							 const otel_thread_ctx *ctx,
 							 otel_thread_ctx *saved)
 {
 	int err;
@@ -652,25 +678,39 @@ __attribute__((noinline, cold)) static int attach_first(const otel_thread_ctx *c
 			make_none(saved);
 		return OTEL_THREAD_CTX_OK;
 	}
-	err = first_publication(otel__thread_self());
+	err = first_publication(t);
 	if (err)
 		return err;
-	return attach(ctx, saved);
+	return attach_on(t, ctx, saved);
+}
+
+__attribute__((noinline)) static int attach_call(const otel_thread_ctx *ctx,
+						 otel_thread_ctx *saved)
+{
+	return attach_on(otel__thread_self(), ctx, saved);
 }
 
 OTEL_EXPORT int otel_thread_ctx_attach(const otel_thread_ctx *ctx, otel_thread_ctx *saved)
 {
-	return attach(ctx, saved);
+	intptr_t off = shortcut();
+
+	if (__builtin_expect(off == 0, 0))
+		return attach_call(ctx, saved);
+	return attach_on(thread_at(off), ctx, saved);
 }
 
 OTEL_EXPORT int otel_thread_ctx_update(const otel_thread_ctx *ctx)
 {
-	return attach(ctx, NULL);
+	intptr_t off = shortcut();
+
+	if (__builtin_expect(off == 0, 0))
+		return attach_call(ctx, NULL);
+	return attach_on(thread_at(off), ctx, NULL);
 }
 
-OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
+__attribute__((always_inline)) static inline int detach_on(struct otel__thread *t,
+							   otel_thread_ctx *saved)
 {
-	struct otel__thread *t = thread_self();
 	int err;
 
 	if (!t->shown) {
@@ -678,13 +718,29 @@ OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
 			make_none(saved);
 		return OTEL_THREAD_CTX_OK;
 	}
-	err = check_saved(t, saved);
-	if (err)
-		return err;
-	if (saved != NULL)
+	if (saved != NULL) {
+		err = check_saved(t, saved);
+		if (err)
+			return err;
 		save(t, saved);
+	}
 	publish(t, NULL);
+	t->shown = 0;
 	return OTEL_THREAD_CTX_OK;
+}
+
+__attribute__((noinline)) static int detach_call(otel_thread_ctx *saved)
+{
+	return detach_on(otel__thread_self(), saved);
+}
+
+OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
+{
+	intptr_t off = shortcut();
+
+	if (__builtin_expect(off == 0, 0))
+		return detach_call(saved);
+	return detach_on(thread_at(off), saved);
 }
 
 OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
@@ -694,7 +750,7 @@ OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 
 	if (saved == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	t = thread_self();
+	t = shortcut() != 0 ? thread_at(shortcut()) : otel__thread_self();
 	err = check_saved(t, saved);
 	if (err)
 		return err;
@@ -702,34 +758,46 @@ OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
+__attribute__((always_inline)) static inline int update_span_id_on(struct otel__thread *t,
+								   const uint8_t span_id[8])
 {
-	struct otel__thread *t;
 	struct otel_thread_ctx_record *d;
 
-	if (span_id == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (all_zero(span_id, 8))
-		return OTEL_THREAD_CTX_EIDS;
-	t = thread_self();
-	if (!t->shown)
-		return OTEL_THREAD_CTX_ENOCTX;
-	if (all_zero(t->pub->trace_id, 16))
-		return OTEL_THREAD_CTX_EIDS;
+	if (__builtin_expect(t->shown != (SHOWN | TRACED), 0))
+		return t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;
 	d = draft_for(t, FIELD_SPAN);
 	memcpy(d->span_id, span_id, 8);
 	publish_draft(t, d, FIELD_SPAN);
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
+__attribute__((noinline)) static int update_span_id_call(const uint8_t span_id[8])
 {
-	struct otel__thread *t = thread_self();
+	return update_span_id_on(otel__thread_self(), span_id);
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
+{
+	intptr_t off;
+
+	if (span_id == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (all_zero(span_id, 8))
+		return OTEL_THREAD_CTX_EIDS;
+	off = shortcut();
+	if (__builtin_expect(off == 0, 0))
+		return update_span_id_call(span_id);
+	return update_span_id_on(thread_at(off), span_id);
+}
+
+__attribute__((always_inline)) static inline int update_trace_flags_on(struct otel__thread *t,
+								       uint8_t trace_flags)
+{
 	struct otel_thread_ctx_record *d;
 
 	if (!t->shown)
 		return OTEL_THREAD_CTX_ENOCTX;
-	if (trace_flags != 0 && all_zero(t->pub->trace_id, 16))
+	if (trace_flags != 0 && !(t->shown & TRACED))
 		return OTEL_THREAD_CTX_EIDS;
 	d = draft_for(t, FIELD_FLAGS);
 	d->trace_flags = trace_flags;
@@ -737,28 +805,38 @@ OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
 	return OTEL_THREAD_CTX_OK;
 }
 
-static int update_all_first(const uint8_t trace_id[16], const uint8_t span_id[8],
-			    uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n);
-
-OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uint8_t span_id[8],
-					   uint8_t trace_flags,
-					   const struct otel_thread_ctx_attr *attrs, size_t n)
+__attribute__((noinline)) static int update_trace_flags_call(uint8_t trace_flags)
 {
-	struct otel__thread *t;
+	return update_trace_flags_on(otel__thread_self(), trace_flags);
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
+{
+	intptr_t off = shortcut();
+
+	if (__builtin_expect(off == 0, 0))
+		return update_trace_flags_call(trace_flags);
+	return update_trace_flags_on(thread_at(off), trace_flags);
+}
+
+static int update_all_first(struct otel__thread *t, const uint8_t trace_id[16],
+			    const uint8_t span_id[8], uint8_t trace_flags,
+			    const struct otel_thread_ctx_attr *attrs, size_t n);
+
+/* update_all, its arguments' pointers checked. */
+__attribute__((always_inline)) static inline int update_all_on(
+	struct otel__thread *t, const uint8_t trace_id[16], const uint8_t span_id[8],
+	uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n)
+{
 	struct otel_thread_ctx_record *d;
 	int size;
 
-	if (trace_id == NULL || span_id == NULL || (attrs == NULL && n != 0))
-		return OTEL_THREAD_CTX_ENULL;
-	if (!ids_valid(trace_id, span_id, trace_flags))
-		return OTEL_THREAD_CTX_EIDS;
-	t = thread_self();
 	if (__builtin_expect(t->pub == NULL, 0))
-		return update_all_first(trace_id, span_id, trace_flags, attrs, n);
+		return update_all_first(t, trace_id, span_id, trace_flags, attrs, n);
 	/* The draft is the thread's own and unpublished: the entries are
 	 * written as they are checked, and a refusal leaves its attributes
 	 * stale, nothing else. */
-	d = t->draft;
+	d = draft_of(t);
 	size = attrs_encode(d->attrs_data, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n);
 	if (size < 0) {
 		t->stale |= FIELD_ATTRS;
@@ -767,22 +845,46 @@ OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uin
 	d->attrs_data_size = (uint16_t)size;
 	write_ids(d, trace_id, span_id, trace_flags);
 	publish_draft(t, d, FIELD_ALL);
+	t->shown = SHOWN | (all_zero(trace_id, 16) ? 0 : TRACED);
 	return OTEL_THREAD_CTX_OK;
 }
 
-__attribute__((noinline, cold)) static int update_all_first(const uint8_t trace_id[16],
-							     const uint8_t span_id[8],
-							     uint8_t trace_flags,
-							     const struct otel_thread_ctx_attr *attrs,
-							     size_t n)
+__attribute__((noinline, cold)) static int update_all_first(
+	struct otel__thread *t, const uint8_t trace_id[16], const uint8_t span_id[8],
+	uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n)
 {
 	/* The arguments' errors come before the resources'. */
 	int err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n);
 
 	if (err < 0)
 		return err;
-	err = first_publication(otel__thread_self());
+	err = first_publication(t);
 	if (err)
 		return err;
-	return otel_thread_ctx_update_all(trace_id, span_id, trace_flags, attrs, n);
+	return update_all_on(t, trace_id, span_id, trace_flags, attrs, n);
+}
+
+__attribute__((noinline)) static int update_all_call(const uint8_t trace_id[16],
+						     const uint8_t span_id[8],
+						     uint8_t trace_flags,
+						     const struct otel_thread_ctx_attr *attrs,
+						     size_t n)
+{
+	return update_all_on(otel__thread_self(), trace_id, span_id, trace_flags, attrs, n);
+}
+
+OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uint8_t span_id[8],
+					   uint8_t trace_flags,
+					   const struct otel_thread_ctx_attr *attrs, size_t n)
+{
+	intptr_t off;
+
+	if (trace_id == NULL || span_id == NULL || (attrs == NULL && n != 0))
+		return OTEL_THREAD_CTX_ENULL;
+	if (!ids_valid(trace_id, span_id, trace_flags))
+		return OTEL_THREAD_CTX_EIDS;
+	off = shortcut();
+	if (__builtin_expect(off == 0, 0))
+		return update_all_call(trace_id, span_id, trace_flags, attrs, n);
+	return update_all_on(thread_at(off), trace_id, span_id, trace_flags, attrs, n);
 }

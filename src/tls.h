@@ -48,14 +48,17 @@ struct otel__thread {
 	/* The slot in effect in this thread; NULL until the thread first
 	 * publishes. */
 	const struct otel_thread_ctx_record **slot;
-	/* The thread's records (src/pool.c): the one it published last, which
-	 * the slot points to while `shown`, and the draft.  NULL until the
-	 * thread first publishes, and again after its exit cleanup. */
-	struct otel_thread_ctx_record *pub, *draft;
+	/* The thread's records (src/pool.c): `pub`, the one it published
+	 * last, which the slot points to while `shown`, and the draft, whose
+	 * address is pub ^ flip.  NULL and 0 until the thread first publishes,
+	 * and again after its exit cleanup. */
+	struct otel_thread_ctx_record *pub;
+	uintptr_t flip;
 	/* FIELD_* (src/thread_ctx.c): the fields in which the draft differs
 	 * from pub. */
 	uint32_t stale;
-	/* Non-zero while the slot points to pub. */
+	/* SHOWN (src/thread_ctx.c) while the slot points to pub, with TRACED
+	 * when pub has a trace id; 0 while the thread publishes nothing. */
 	uint8_t shown;
 	/* Non-zero while the thread-exit cleanup is registered. */
 	uint8_t hooked;

@@ -32,6 +32,8 @@ HOT = [
 # Out-of-line code a hot function may call without this check following it:
 # the first publication of a thread, where the pool's compare-and-swap is.
 ALLOWED_CALLS = {"first_publication", "attach_first", "update_all_first"}
+# (The NAME_call twins, which make the TLS call where the shortcut is off,
+# are followed and scanned like the rest.)
 
 X86_ATOMIC = re.compile(r"^\s*(lock\b|lock\s|xchg\w*\s+[^,]*\(|xchg\w*\s+%\w+,.*\()")
 A64_ATOMIC = re.compile(
