@@ -301,14 +301,19 @@ static inline void write_ids(struct otel_thread_ctx_record *d, const uint8_t tra
 	d->trace_flags = trace_flags;
 }
 
+/* attrs_encode() with ascii_only: a value that is not all ASCII was met. */
+#define NOT_ASCII INT32_MIN
+
 /*
  * The checks of a list of attributes, and, when `out` is not NULL, the
  * entries written to it as they are checked.  Returns the bytes the entries
- * take, or an error.
+ * take, or an error.  With `ascii_only` (a constant) and `out`, a value with
+ * a byte above 0x7f ends the walk with NOT_ASCII, so that the common case
+ * runs with no call in its loop; the caller then starts again without it.
  */
 __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size_t capacity,
 							  const struct otel_thread_ctx_attr *attrs,
-							  size_t n)
+							  size_t n, bool ascii_only)
 {
 	uint64_t seen[(OTEL_THREAD_CTX_KEY_MAX + 1) / 64] = { 0 };
 	size_t size = 0;
@@ -324,19 +329,26 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size
 		if ((key | len) > OTEL_THREAD_CTX_KEY_MAX)
 			return key > OTEL_THREAD_CTX_KEY_MAX ? OTEL_THREAD_CTX_EKEY
 							     : OTEL_THREAD_CTX_EVALUE;
-		if (!otel__utf8_valid(value, len))
+		/* Written as it is checked, where there is room: one pass. */
+		if (out != NULL && size + ENTRY_HEADER + len <= capacity) {
+			if (ascii_only) {
+				if (otel__copy_or(out + size + ENTRY_HEADER, value, len) &
+				    OTEL__NOT_ASCII)
+					return NOT_ASCII;
+			} else if (!otel__utf8_copy(out + size + ENTRY_HEADER, value, len)) {
+				return OTEL_THREAD_CTX_EUTF8;
+			}
+			out[size] = (uint8_t)key;
+			out[size + 1] = (uint8_t)len;
+		} else if (!otel__utf8_valid(value, len)) {
 			return OTEL_THREAD_CTX_EUTF8;
+		}
 		bit = UINT64_C(1) << (key % 64);
 		if (seen[key / 64] & bit)
 			return OTEL_THREAD_CTX_EDUPKEY;
 		seen[key / 64] |= bit;
 		if (size + ENTRY_HEADER + len > capacity)
 			return OTEL_THREAD_CTX_ENOSPC;
-		if (out != NULL) {
-			out[size] = (uint8_t)key;
-			out[size + 1] = (uint8_t)len;
-			otel__copy_bytes(out + size + ENTRY_HEADER, value, len);
-		}
 		size += ENTRY_HEADER + len;
 	}
 	return (int)size;
@@ -514,10 +526,10 @@ OTEL_EXPORT int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx,
 	if (ctx == NULL || (attrs == NULL && n != 0))
 		return OTEL_THREAD_CTX_ENULL;
 	/* Checked before anything is written: a refusal changes nothing. */
-	size = attrs_encode(NULL, ctx->capacity, attrs, n);
+	size = attrs_encode(NULL, ctx->capacity, attrs, n, false);
 	if (size < 0)
 		return size;
-	attrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n);
+	attrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n, false);
 	rec_of(ctx)->attrs_data_size = (uint16_t)size;
 	ctx->none = 0;
 	return OTEL_THREAD_CTX_OK;
@@ -819,6 +831,15 @@ OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
 	return update_trace_flags_on(thread_at(off), trace_flags);
 }
 
+/* The attributes of update_all again, with values that are not all ASCII:
+ * out of line, so that the common case calls nothing. */
+__attribute__((noinline)) static int attrs_encode_utf8(uint8_t *out,
+							const struct otel_thread_ctx_attr *attrs,
+							size_t n)
+{
+	return attrs_encode(out, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, false);
+}
+
 static int update_all_first(struct otel__thread *t, const uint8_t trace_id[16],
 			    const uint8_t span_id[8], uint8_t trace_flags,
 			    const struct otel_thread_ctx_attr *attrs, size_t n);
@@ -837,7 +858,9 @@ __attribute__((always_inline)) static inline int update_all_on(
 	 * written as they are checked, and a refusal leaves its attributes
 	 * stale, nothing else. */
 	d = draft_of(t);
-	size = attrs_encode(d->attrs_data, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n);
+	size = attrs_encode(d->attrs_data, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, true);
+	if (__builtin_expect(size == NOT_ASCII, 0))
+		size = attrs_encode_utf8(d->attrs_data, attrs, n);
 	if (size < 0) {
 		t->stale |= FIELD_ATTRS;
 		return size;
@@ -854,7 +877,7 @@ __attribute__((noinline, cold)) static int update_all_first(
 	uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n)
 {
 	/* The arguments' errors come before the resources'. */
-	int err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n);
+	int err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, false);
 
 	if (err < 0)
 		return err;

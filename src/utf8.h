@@ -89,4 +89,49 @@ static inline bool otel__utf8_valid(const void *str, size_t n)
 	return (acc & UINT64_C(0x8080808080808080)) == 0 || otel__utf8_valid_slow(s, n);
 }
 
+/*
+ * Copies n bytes from src to dst (not overlapping), and returns them ORed
+ * into one word: its high bits (0x80 of each byte) are clear exactly when
+ * every byte is ASCII.  One pass: each word is stored as it is ORed.
+ */
+static inline uint64_t otel__copy_or(uint8_t *dst, const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	uint64_t acc = 0, w;
+
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			memcpy(&w, s + i, sizeof(w));
+			memcpy(dst + i, &w, sizeof(w));
+			acc |= w;
+		}
+		memcpy(&w, s + n - 8, sizeof(w));
+		memcpy(dst + n - 8, &w, sizeof(w));
+		acc |= w;
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, sizeof(a));
+		memcpy(&b, s + n - 4, sizeof(b));
+		memcpy(dst, &a, sizeof(a));
+		memcpy(dst + n - 4, &b, sizeof(b));
+		acc = a | b;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			dst[i] = s[i];
+			acc |= s[i];
+		}
+	}
+	return acc;
+}
+
+#define OTEL__NOT_ASCII UINT64_C(0x8080808080808080)
+
+/* otel__copy_or(), then the answer of otel__utf8_valid() for the bytes
+ * (dst holds the copy either way). */
+static inline bool otel__utf8_copy(uint8_t *dst, const void *src, size_t n)
+{
+	return (otel__copy_or(dst, src, n) & OTEL__NOT_ASCII) == 0 || otel__utf8_valid_slow(src, n);
+}
+
 #endif /* OTEL_UTF8_H */
