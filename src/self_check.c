@@ -26,6 +26,7 @@
  * the ELF reader of the tools, which a tracer does not need.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdlib.h>
@@ -76,6 +77,17 @@ struct scan {
 	unsigned int exporting;
 	struct exporter exporters[EXPORTERS_MAX];
 
+	/* Modules with a TLS block the calling thread has not touched (or
+	 * whose block the loader does not report: a dlopen()ed module in
+	 * static TLS), in which the holder is looked for when no block it
+	 * reports holds the slot. */
+	unsigned int untouched;
+	struct {
+		const char *name;
+		size_t modid, size;
+		bool is_main, has_dynamic;
+	} untouched_tls[EXPORTERS_MAX];
+
 	/* The main program when it has no dynamic section. */
 	bool main_without_dynamic;
 	void *main_tls_data;
@@ -108,8 +120,20 @@ static uint32_t sysv_hash(const char *name)
 
 /* The ABI's TLS lookup (glibc, musl): the address of {module, offset} in the
  * calling thread, allocating a dynamic TLS block the thread has not touched.
- * Weak: a static glibc does not have it, and needs it not. */
-extern void *__tls_get_addr(void *) __attribute__((weak));
+ * Looked up when it is needed, never linked against: in a static executable
+ * there is none, and a reference to it, even weak, is an undefined symbol
+ * to lld when other objects of the executable use the general-dynamic model
+ * (NativeAOT's runtime does). */
+typedef void *(*tls_get_addr_fn)(void *);
+
+static tls_get_addr_fn tls_get_addr(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, "__tls_get_addr");
+	tls_get_addr_fn fn;
+
+	memcpy(&fn, &sym, sizeof(fn));
+	return fn;
+}
 
 static void add_exporter(struct scan *sc, const char *name, bool is_main, void *tls_data,
 			 size_t modid, uint64_t value)
@@ -301,6 +325,14 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 
 		holds = slot >= base && slot - base < tls->p_memsz;
 	}
+	if (tls != NULL && tls_data == NULL && modid != 0 && sc->untouched < EXPORTERS_MAX) {
+		sc->untouched_tls[sc->untouched].name = name;
+		sc->untouched_tls[sc->untouched].modid = modid;
+		sc->untouched_tls[sc->untouched].size = (size_t)tls->p_memsz;
+		sc->untouched_tls[sc->untouched].is_main = is_main;
+		sc->untouched_tls[sc->untouched].has_dynamic = m.dyn != NULL;
+		sc->untouched++;
+	}
 	if (holds && !sc->holder_found) {
 		sc->holder_found = true;
 		sc->holder = name;
@@ -407,6 +439,7 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 {
 	const struct exporter *match = NULL, *first = NULL, *unknown = NULL;
 	struct scan sc;
+	tls_get_addr_fn get;
 	unsigned int n;
 
 	if (r == NULL)
@@ -420,6 +453,21 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 	dl_iterate_phdr(visit, &sc);
 	if (sc.main_without_dynamic)
 		check_main_file(&sc);
+	/* The holder among the blocks the loader did not report, the same
+	 * way (glibc does not report the block of a module dlopen()ed into
+	 * static TLS until the thread has asked for it by this call). */
+	get = tls_get_addr();
+	for (unsigned int i = 0; i < sc.untouched && !sc.holder_found && get != NULL; i++) {
+		size_t ti[2] = { sc.untouched_tls[i].modid, 0 };
+		uintptr_t base = (uintptr_t)get(ti), slot = (uintptr_t)sc.slot;
+
+		if (base != 0 && slot >= base && slot - base < sc.untouched_tls[i].size) {
+			sc.holder_found = true;
+			sc.holder = sc.untouched_tls[i].name;
+			sc.holder_is_main = sc.untouched_tls[i].is_main;
+			sc.holder_has_dynamic = sc.untouched_tls[i].has_dynamic;
+		}
+	}
 
 	/* Exporters whose TLS block this thread has not allocated yet (a
 	 * dlopen()ed module it never touched): ask the loader, outside
@@ -428,10 +476,10 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 	for (unsigned int i = 0; i < n; i++) {
 		struct exporter *x = &sc.exporters[i];
 
-		if (x->addr == NULL && x->modid != 0 && __tls_get_addr != NULL) {
+		if (x->addr == NULL && x->modid != 0 && get != NULL) {
 			size_t ti[2] = { x->modid, (size_t)x->value };
 
-			x->addr = __tls_get_addr(ti);
+			x->addr = get(ti);
 		}
 		if (x->addr == NULL) {
 			if (unknown == NULL)
