@@ -33,23 +33,30 @@ public sealed class ActivityThreadContextOptions
 /// <remarks>
 /// <para>
 /// <see cref="Activity.Current"/> is an AsyncLocal: it follows the logical
-/// flow of a request, across awaits, from thread to thread.  Start subscribes
-/// to <see cref="Activity.CurrentChanged"/>, which is raised on the thread
-/// where the value changes, including when a thread starts or stops running
-/// a continuation (the runtime switches its execution context).  On each
-/// change the thread publishes the new current activity's trace id, span id,
-/// flags and configured tags (otel_thread_ctx_update_all), or nothing
-/// (otel_thread_ctx_detach) when there is none, it is not in the W3C format,
-/// or the filter rejects it.  So the thread an await resumes on publishes the
-/// activity, and the thread it left publishes nothing of it.
+/// flow of a request, across awaits, from thread to thread.  But
+/// <see cref="Activity.CurrentChanged"/> is raised only where the property is
+/// set (an activity starts or stops), not when the runtime moves the flow to
+/// another thread by switching its execution context.  So Start subscribes to
+/// CurrentChanged and copies each new value into an AsyncLocal of its own,
+/// created with a change handler: the runtime calls that handler on every
+/// thread whose execution context switches to a different value, when a
+/// thread starts running a continuation of the flow and when it stops.  On
+/// each call the thread publishes the activity it now runs, with its trace
+/// id, span id, flags and configured tags (otel_thread_ctx_update_all), or
+/// nothing (otel_thread_ctx_detach) when there is none, it is not in the W3C
+/// format, or the filter rejects it.  So the thread an await resumes on
+/// publishes the activity, and the thread it left publishes nothing of it.
 /// </para>
 /// <para>
 /// While it runs, the integration owns every thread's slot: code that
 /// attaches contexts itself is overwritten at the next activity change.
 /// Tags set after an activity became current are published at its next
-/// change, or at once with <see cref="Refresh"/>.  Disposing the handle stops
-/// it and unpublishes the calling thread; other threads keep their last
-/// record until they publish again or exit.  One integration runs at a time.
+/// change, or at once with <see cref="Refresh"/>.  An activity made current
+/// before Start is published on the thread that calls Start only, and
+/// follows its flow only once an activity is started or stopped in it.
+/// Disposing the handle stops the integration and unpublishes the calling
+/// thread; other threads keep their last record until they publish again or
+/// exit.  One integration runs at a time.
 /// </para>
 /// </remarks>
 public sealed class ActivityThreadContext : IDisposable
@@ -61,7 +68,8 @@ public sealed class ActivityThreadContext : IDisposable
     private readonly int[] _keys;
     private readonly Func<Activity, bool>? _filter;
     private readonly EventHandler<ActivityChangedEventArgs> _handler;
-    private int _disposed;
+    private readonly AsyncLocal<Activity?> _running;
+    private volatile bool _disposed;
 
     [ThreadStatic]
     private static ThreadAttribute[]? t_attrs;
@@ -75,6 +83,7 @@ public sealed class ActivityThreadContext : IDisposable
             _keys[i] = AttributeKeys.Register(_tags[i]);
         _filter = options.Filter;
         _handler = OnCurrentChanged;
+        _running = new AsyncLocal<Activity?>(OnRunningChanged);
     }
 
     /// <summary>
@@ -92,6 +101,7 @@ public sealed class ActivityThreadContext : IDisposable
             var ctx = new ActivityThreadContext(options ?? new ActivityThreadContextOptions());
             Activity.CurrentChanged += ctx._handler;
             s_active = ctx;
+            ctx._running.Value = Activity.Current;
             ctx.Publish(Activity.Current);
             return ctx;
         }
@@ -118,10 +128,11 @@ public sealed class ActivityThreadContext : IDisposable
     /// <summary>Stops the integration and unpublishes the calling thread.</summary>
     public void Dispose()
     {
-        if (Interlocked.Exchange(ref _disposed, 1) != 0)
-            return;
         lock (s_lock)
         {
+            if (_disposed)
+                return;
+            _disposed = true;
             Activity.CurrentChanged -= _handler;
             if (s_active == this)
                 s_active = null;
@@ -129,9 +140,23 @@ public sealed class ActivityThreadContext : IDisposable
         CurrentThread.Detach();
     }
 
-    // Raised inside the runtime's execution-context switch: it must not
-    // throw, so only the Try paths are used.
-    private void OnCurrentChanged(object? sender, ActivityChangedEventArgs e) => Publish(e.Current);
+    // Activity.Current was set, in the flow running on this thread: the
+    // flow's own copy follows (and its handler publishes).
+    private void OnCurrentChanged(object? sender, ActivityChangedEventArgs e)
+    {
+        if (!_disposed)
+            _running.Value = e.Current;
+    }
+
+    // Called by the runtime on the thread where the flow's copy changed: set
+    // above, or switched by the execution context (a thread starts or stops
+    // running a continuation).  It runs inside the runtime's context switch
+    // and must not throw: only the Try paths are used.
+    private void OnRunningChanged(AsyncLocalValueChangedArgs<Activity?> args)
+    {
+        if (!_disposed)
+            Publish(args.CurrentValue);
+    }
 
     private ThreadContextError Publish(Activity? a)
     {
