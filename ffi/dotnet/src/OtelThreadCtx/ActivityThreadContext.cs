@@ -20,6 +20,13 @@ public sealed class ActivityThreadContextOptions
     public IList<string> AttributeTags { get; } = new List<string>();
 
     /// <summary>
+    /// When true (the default), a tag the activity lacks is taken from its
+    /// nearest parent in the process that has it (Activity.Parent): the
+    /// child spans of a request publish its http.route too.
+    /// </summary>
+    public bool InheritTags { get; set; } = true;
+
+    /// <summary>
     /// Which activities are published; a thread running one it rejects
     /// publishes nothing.  Null: every W3C activity.
     /// </summary>
@@ -67,6 +74,7 @@ public sealed class ActivityThreadContext : IDisposable
     private readonly string[] _tags;
     private readonly int[] _keys;
     private readonly Func<Activity, bool>? _filter;
+    private readonly bool _inherit;
     private readonly EventHandler<ActivityChangedEventArgs> _handler;
     private readonly AsyncLocal<Activity?> _running;
     private volatile bool _disposed;
@@ -82,6 +90,7 @@ public sealed class ActivityThreadContext : IDisposable
         for (int i = 0; i < _tags.Length; i++)
             _keys[i] = AttributeKeys.Register(_tags[i]);
         _filter = options.Filter;
+        _inherit = options.InheritTags;
         _handler = OnCurrentChanged;
         _running = new AsyncLocal<Activity?>(OnRunningChanged);
     }
@@ -179,7 +188,7 @@ public sealed class ActivityThreadContext : IDisposable
             int n = 0;
             for (int i = 0; i < _tags.Length; i++)
             {
-                string? v = TagText(a.GetTagItem(_tags[i]));
+                string? v = TagText(FindTag(a, _tags[i]));
                 if (v != null)
                     attrs[n++] = new ThreadAttribute(_keys[i], Fit(v));
             }
@@ -206,6 +215,17 @@ public sealed class ActivityThreadContext : IDisposable
         {
             return false;
         }
+    }
+
+    private object? FindTag(Activity a, string name)
+    {
+        for (Activity? x = a; x != null; x = _inherit ? x.Parent : null)
+        {
+            object? v = x.GetTagItem(name);
+            if (v != null)
+                return v;
+        }
+        return null;
     }
 
     private static string? TagText(object? v) => v switch

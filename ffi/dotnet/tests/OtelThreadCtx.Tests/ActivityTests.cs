@@ -61,8 +61,38 @@ public class ActivityTests
             a.SetTag("http.response.status_code", 200);
             integration.Refresh();
             Assert.Equal("200", CurrentThread.Read()!.Attributes[status]);
+            // A child span without the tag publishes its parent's.
+            Activity child = NewActivity("db").Start();
+            r = CurrentThread.Read()!;
+            Assert.Equal(child.SpanId, r.SpanId);
+            Assert.Equal("GET /users/{id}", r.Attributes[route]);
+            child.SetTag("http.route", "overridden");
+            integration.Refresh();
+            Assert.Equal("overridden", CurrentThread.Read()!.Attributes[route]);
+            child.Stop();
+            Assert.Equal("GET /users/{id}", CurrentThread.Read()!.Attributes[route]);
             a.Stop();
             T.PublishesNothing();
+        });
+    }
+
+    [Fact]
+    public void TagsAreNotInheritedWhenTheOptionsSaySo()
+    {
+        var options = new ActivityThreadContextOptions { InheritTags = false };
+        options.AttributeTags.Add("http.route");
+        using var integration = ActivityThreadContext.Start(options);
+        int route = integration.Keys["http.route"];
+        T.OnNewThread(() =>
+        {
+            Activity a = NewActivity("request");
+            a.SetTag("http.route", "/r");
+            a.Start();
+            Assert.Equal("/r", CurrentThread.Read()!.Attributes[route]);
+            Activity child = NewActivity("db").Start();
+            Assert.False(CurrentThread.Read()!.Attributes.ContainsKey(route));
+            child.Stop();
+            a.Stop();
         });
     }
 
