@@ -15,6 +15,8 @@ usage: run.py MODE [ARG]
   shared       the same package in a NativeAOT shared library
                (NativeLib=Shared): the checker accepts it, and a C program
                that loads it sees the self-check say OK from inside
+  aot-arm64    a cross publish for linux-arm64 (clang), checked, and run
+               under qemu-user where it can be
   bench        the benchmark (bench/), printed
   prove EXE    the checks of `aot` on an executable built otherwise
 
@@ -217,11 +219,7 @@ def cell_props(cell):
         sys.exit(f"run.py: bad cell {cell}")
     props = []
     if linker == "lld":
-        clang = None
-        for c in ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14"]:
-            if shutil.which(c):
-                clang = c
-                break
+        clang = find_clang()
         if clang is None:
             skip("no clang on PATH to drive lld (NativeAOT passes -fuse-ld=lld to its compiler driver)")
         probe = subprocess.run([clang, "-fuse-ld=lld", "-Wl,--version"], capture_output=True, text=True)
@@ -379,6 +377,51 @@ def prove(exe):
             proc.wait()
 
 
+# --- aot-arm64 ------------------------------------------------------------
+
+def find_clang():
+    for c in ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14"]:
+        if shutil.which(c):
+            return c
+    return None
+
+
+def aot_arm64():
+    # A cross publish for linux-arm64: clang drives the link (NativeAOT gives
+    # it --target), with the aarch64 library of the package.  The program
+    # runs under qemu-user, where the self-check and the sample's own checks
+    # (every thread publishes exactly its activity, after every await) run;
+    # the inspector cannot ptrace a program under qemu-user.
+    need_dotnet()
+    if not os.environ.get("OTEL_DOTNET_LIB_ARM64"):
+        skip("no linux-arm64 library to pack (OTEL_DOTNET_LIB_ARM64: the src/ of an aarch64 build)")
+    clang = find_clang()
+    if clang is None:
+        skip("no clang on PATH: a NativeAOT cross publish passes --target to its compiler driver, which gcc refuses")
+    pack()
+    out = os.path.join(WORK, "aot-arm64", "publish")
+    shutil.rmtree(os.path.join(WORK, "aot-arm64"), ignore_errors=True)
+    with open(os.path.join(WORK, "pack.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        dt = run(["dotnet", "publish", os.path.join(SRC, "samples", "AotConsole"), "-r", "linux-arm64", "-c", "Release",
+                  "-o", out, f"-p:RestoreAdditionalProjectSources={FEED}", f"-p:CppCompilerAndLinker={clang}"]
+                 + restore_props() + common_props(), dotnet_env(os.path.join(WORK, "aot-arm64", "artifacts")),
+                 "publish aot-arm64", diagnose=diagnose_link)
+    exe = os.path.join(out, "AotConsole")
+    if shutil.which("file"):
+        subprocess.run(["file", exe])
+    check_binary(exe)
+    qemu = shutil.which("qemu-aarch64")
+    if qemu is None or not os.path.exists("/lib/ld-linux-aarch64.so.1"):
+        skip(f"published ({dt:.1f} s) and accepted by the checker, but this machine cannot run it "
+             "(qemu-aarch64 and the aarch64 libc: Debian's qemu-user and libc6:arm64)")
+    p = subprocess.run([qemu, "-L", "/", exe, "2", "10"], input="\n", capture_output=True, text=True, timeout=300)
+    print("".join("sample: " + l + "\n" for l in p.stdout.splitlines()), end="")
+    if p.returncode != 0 or "SELFCHECK Ok " not in p.stdout or "DONE" not in p.stdout:
+        fail(f"the arm64 sample under qemu exited {p.returncode}: {p.stderr.strip()}")
+    print(f"OK arm64: publish {dt:.1f} s (the inspector cannot read a program under qemu-user)")
+
+
 # --- shared ---------------------------------------------------------------
 
 HOST_C = r"""
@@ -433,8 +476,22 @@ def bench():
     if cloop:
         print("+ " + cloop, flush=True)
         subprocess.run([cloop], env=e, check=True)
-    run(["dotnet", "run", "-c", "Release", "--project", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"),
-         f"-p:OtelThreadCtxNativeDir={lib}"] + common_props(), e, "bench")
+    print("JIT:", flush=True)
+    p = subprocess.run(["dotnet", "run", "-c", "Release", "--project", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"),
+                        f"-p:OtelThreadCtxNativeDir={lib}"] + common_props(), env=e)
+    if p.returncode != 0:
+        fail(f"the benchmark under the JIT exited {p.returncode}")
+    pack()
+    out = os.path.join(WORK, "bench-aot", "publish")
+    shutil.rmtree(os.path.join(WORK, "bench-aot"), ignore_errors=True)
+    run(["dotnet", "publish", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"), "-r", "linux-x64", "-c", "Release",
+         "-o", out, "-p:OtelThreadCtxFromPackage=true", f"-p:RestoreAdditionalProjectSources={FEED}"]
+        + restore_props() + common_props(), dotnet_env(os.path.join(WORK, "bench-aot", "artifacts")),
+        "publish the benchmark with PublishAot=true")
+    print("NativeAOT (the static library, direct P/Invoke):", flush=True)
+    p = subprocess.run([os.path.join(out, "OtelThreadCtx.Bench")])
+    if p.returncode != 0:
+        fail(f"the NativeAOT benchmark exited {p.returncode}")
 
 
 def main():
@@ -451,6 +508,8 @@ def main():
         prove(sys.argv[2])
     elif mode == "shared":
         shared()
+    elif mode == "aot-arm64":
+        aot_arm64()
     elif mode == "bench":
         bench()
     else:
