@@ -163,6 +163,11 @@ internal static unsafe partial class Native
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update")]
     internal static partial int Update(ThreadContext ctx);
 
+    // A context only the binding holds (the scopes' saved contexts), passed
+    // without the SafeHandle's reference count: nothing else can dispose it.
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update")]
+    internal static partial int UpdateOwned(nint ctx);
+
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_detach")]
     internal static partial int Detach(ThreadContext saved);
 

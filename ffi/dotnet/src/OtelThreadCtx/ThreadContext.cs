@@ -212,7 +212,8 @@ public sealed unsafe class ThreadContext : SafeHandle
     public ThreadContextScope Attach()
     {
         ThreadContext saved = SavedPool.Rent();
-        int rc = Native.Attach(this, saved);
+        int rc = Native.Attach(this, saved.handle);
+        GC.KeepAlive(saved);
         if (rc != 0)
         {
             SavedPool.Return(saved);
@@ -265,8 +266,10 @@ public ref struct ThreadContextScope
 
     internal ThreadContextScope(ThreadContext saved) => _saved = saved;
 
-    /// <summary>What the thread published before the attach (null once disposed).</summary>
-    public readonly ThreadContext? Saved => _saved;
+    // What the thread published before the attach (null once disposed): a
+    // context of the binding's own, never handed out, so that it can go to
+    // the library without the SafeHandle's reference count.
+    internal readonly ThreadContext? Saved => _saved;
 
     /// <summary>Puts back what the attach replaced.  A second call does nothing.</summary>
     public void Dispose()
@@ -275,7 +278,8 @@ public ref struct ThreadContextScope
         if (saved is null)
             return;
         _saved = null;
-        int rc = Native.Update(saved);
+        int rc = Native.UpdateOwned(saved.DangerousGetHandle());
+        GC.KeepAlive(saved);
         SavedPool.Return(saved);
         ThreadContextException.Check(rc, "otel_thread_ctx_update");
     }
