@@ -25,6 +25,10 @@ driven by the default compiler) or lld (-p:LinkerFlavor=lld, driven by
 clang, which finds its own ld.lld); KIND pie (the default) or static
 (-p:StaticExecutable=true: -static-pie).
 
+OTEL_DOTNET_CELLS, a comma-separated list of unit, bfd-pie, lld-pie,
+bfd-static, lld-static, shared and arm64, runs only those (the others skip
+saying so); unset, all run.
+
 The environment (meson.build sets it): OTEL_DOTNET_SRC (this folder),
 OTEL_DOTNET_WORK (a folder of the build for everything dotnet writes),
 OTEL_DOTNET_LIB (the build's src/, with libotel-thread-ctx.so.1 and .a),
@@ -494,10 +498,24 @@ def bench():
         fail(f"the NativeAOT benchmark exited {p.returncode}")
 
 
+def selected(name):
+    # OTEL_DOTNET_CELLS (comma-separated: unit, bfd-pie, lld-pie, bfd-static,
+    # lld-static, shared, arm64) runs only those; unset, all.
+    cells = os.environ.get("OTEL_DOTNET_CELLS", "").strip()
+    if cells and name not in [c.strip() for c in cells.split(",")]:
+        skip(f"{name} is not among OTEL_DOTNET_CELLS={cells}")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     mode = sys.argv[1]
+    if mode in ("unit", "shared"):
+        selected(mode)
+    elif mode == "aot" and len(sys.argv) == 3:
+        selected(sys.argv[2])
+    elif mode == "aot-arm64":
+        selected("arm64")
     if mode == "unit":
         unit()
     elif mode == "pack":
