@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The .NET binding's checks (suite ffi-dotnet; ffi/dotnet/meson.build).
+
+usage: run.py MODE [ARG]
+  unit         the xunit tests under the JIT, against the build's
+               libotel-thread-ctx.so.1
+  pack         dotnet pack: the NuGet package, into the feed folder
+  aot CELL     publish samples/AotConsole with PublishAot=true from the
+               package (packed first if it is missing or older than what it
+               holds), linked as CELL says, and prove it: the checker accepts
+               the executable, the library's self-check says OK from inside,
+               and the inspector reads on each thread exactly the ids of the
+               activity that thread runs (and nothing on the others)
+  shared       the same package in a NativeAOT shared library
+               (NativeLib=Shared): the checker accepts it, and a C program
+               that loads it sees the self-check say OK from inside
+  aot-arm64    a cross publish for linux-arm64 (clang), checked, and run
+               under qemu-user where it can be
+  bench        the benchmark (bench/), printed
+  prove EXE    the checks of `aot` on an executable built otherwise
+
+CELL is LINKER-KIND: LINKER bfd (GNU ld, NativeAOT's default on Linux,
+driven by the default compiler) or lld (-p:LinkerFlavor=lld, driven by
+clang, which finds its own ld.lld); KIND pie (the default) or static
+(-p:StaticExecutable=true: -static-pie).
+
+OTEL_DOTNET_CELLS, a comma-separated list of unit, bfd-pie, lld-pie,
+bfd-static, lld-static, shared and arm64, runs only those (the others skip
+saying so); unset, all run.
+
+The environment (meson.build sets it): OTEL_DOTNET_SRC (this folder),
+OTEL_DOTNET_WORK (a folder of the build for everything dotnet writes),
+OTEL_DOTNET_LIB (the build's src/, with libotel-thread-ctx.so.1 and .a),
+OTEL_DOTNET_LIB_ARM64 (the same for linux-arm64, optional),
+OTEL_DOTNET_CHECK and OTEL_DOTNET_INSPECT (the tools), OTEL_DOTNET_C_LAYOUT
+(the layout printer), OTEL_DOTNET_VERSION, OTEL_DOTNET_CC (a C compiler, for
+`shared`), OTEL_DOTNET_SKIP (a reason to skip, from Meson).
+
+Exits 77 (skip) with the reason where dotnet is not on PATH, or where the
+cell cannot be built on this machine (no clang for lld).
+"""
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+SKIP = 77
+
+
+def env(name, default=None):
+    v = os.environ.get(name, default)
+    if v is None:
+        sys.exit(f"run.py: {name} is not set (meson.build sets it)")
+    return v
+
+
+SRC = env("OTEL_DOTNET_SRC", os.path.dirname(os.path.abspath(__file__)))
+WORK = env("OTEL_DOTNET_WORK", os.path.join(SRC, "artifacts", "meson"))
+FEED = os.path.join(WORK, "feed")
+PACKAGES = os.path.join(WORK, "packages")
+
+
+def skip(why):
+    print(f"skip: {why}")
+    sys.exit(SKIP)
+
+
+def fail(why):
+    print(f"FAIL: {why}")
+    sys.exit(1)
+
+
+def dotnet_env(artifacts):
+    e = dict(os.environ)
+    e.update({
+        "DOTNET_CLI_TELEMETRY_OPTOUT": "1",
+        "DOTNET_NOLOGO": "1",
+        "DOTNET_SKIP_FIRST_TIME_EXPERIENCE": "1",
+        "OTEL_DOTNET_ARTIFACTS": artifacts,
+        # MSBuild's node reuse would leave servers running after the test.
+        "MSBUILDDISABLENODEREUSE": "1",
+        "DOTNET_CLI_USE_MSBUILD_SERVER": "0",
+    })
+    return e
+
+
+def common_props():
+    return [
+        f"-p:OtelThreadCtxVersion={env('OTEL_DOTNET_VERSION', '1.0.0')}",
+        "-nodeReuse:false",
+    ]
+
+
+def run(cmd, e, what, cwd=None, diagnose=None):
+    print("+ " + " ".join(cmd), flush=True)
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=e, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    dt = time.monotonic() - t0
+    print(p.stdout, end="")
+    print(f"{what}: {dt:.1f} s", flush=True)
+    if p.returncode != 0:
+        why = diagnose(p.stdout) if diagnose else None
+        fail(f"{what} exited {p.returncode}" + (f": {why}" if why else ""))
+    return dt
+
+
+def need_dotnet():
+    reason = os.environ.get("OTEL_DOTNET_SKIP", "")
+    if reason:
+        skip(reason)
+    if shutil.which("dotnet") is None:
+        skip("no dotnet on PATH (the .NET SDK 8 or later: https://dot.net)")
+    out = subprocess.run(["dotnet", "--version"], capture_output=True, text=True)
+    print(f"dotnet {out.stdout.strip()} at {shutil.which('dotnet')}")
+
+
+def global_packages():
+    # Packages the machine already has: the user's global folder, and the
+    # fixed folder some machines ship.  Restores here use them as fallback
+    # folders, so that only what they lack is fetched into WORK/packages,
+    # and this build's own package never lands in the global folder.
+    folders = []
+    out = subprocess.run(["dotnet", "nuget", "locals", "global-packages", "-l"],
+                         capture_output=True, text=True, env=dotnet_env(WORK))
+    for line in out.stdout.splitlines():
+        if line.startswith("global-packages:"):
+            folders.append(line.split(":", 1)[1].strip())
+    if os.path.isdir("/opt/nuget/packages"):
+        folders.append("/opt/nuget/packages")
+    return [f.rstrip("/") for f in folders if f and os.path.isdir(f)]
+
+
+def restore_props():
+    props = [f"-p:RestorePackagesPath={PACKAGES}"]
+    fallback = global_packages()
+    if fallback:
+        props.append("-p:RestoreAdditionalProjectFallbackFolders=" + "%3B".join(fallback))
+    return props
+
+
+# --- unit -----------------------------------------------------------------
+
+def unit():
+    need_dotnet()
+    lib = env("OTEL_DOTNET_LIB")
+    e = dotnet_env(os.path.join(WORK, "unit"))
+    layout = os.environ.get("OTEL_DOTNET_C_LAYOUT", "")
+    if layout:
+        e["OTEL_DOTNET_C_LAYOUT"] = layout
+    e.pop("OTEL_THREAD_CTX_LIBRARY", None)
+    results = os.path.join(WORK, "unit", "results")
+    run(["dotnet", "test", os.path.join(SRC, "tests", "OtelThreadCtx.Tests"),
+         f"-p:OtelThreadCtxNativeDir={lib}", "--logger", "console;verbosity=normal",
+         "--results-directory", results] + common_props(), e, "dotnet test")
+
+
+# --- pack -----------------------------------------------------------------
+
+def package_path():
+    return os.path.join(FEED, f"OtelThreadCtx.{env('OTEL_DOTNET_VERSION', '1.0.0')}.nupkg")
+
+
+def package_inputs():
+    lib = env("OTEL_DOTNET_LIB")
+    files = [os.path.join(lib, "libotel-thread-ctx.so.1"), os.path.join(lib, "libotel-thread-ctx.a")]
+    arm = os.environ.get("OTEL_DOTNET_LIB_ARM64", "")
+    if arm:
+        files += [os.path.join(arm, "libotel-thread-ctx.so.1"), os.path.join(arm, "libotel-thread-ctx.a")]
+    for root, _, names in os.walk(os.path.join(SRC, "src")):
+        files += [os.path.join(root, n) for n in names]
+    return files
+
+
+def pack(force=False):
+    need_dotnet()
+    os.makedirs(WORK, exist_ok=True)
+    # One pack at a time, and none while another mode reads the feed.
+    with open(os.path.join(WORK, "pack.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        nupkg = package_path()
+        if not force and os.path.exists(nupkg):
+            newest = max(os.path.getmtime(f) for f in package_inputs())
+            if os.path.getmtime(nupkg) >= newest:
+                print(f"package up to date: {nupkg}")
+                return nupkg
+        lib = env("OTEL_DOTNET_LIB")
+        props = [f"-p:OtelThreadCtxNativeDir_linux_x64={lib}"]
+        arm = os.environ.get("OTEL_DOTNET_LIB_ARM64", "")
+        if arm:
+            props.append(f"-p:OtelThreadCtxNativeDir_linux_arm64={arm}")
+        else:
+            print("no linux-arm64 library given (OTEL_DOTNET_LIB_ARM64): the package holds linux-x64 only")
+        run(["dotnet", "pack", os.path.join(SRC, "src", "OtelThreadCtx"), "-c", "Release", "-o", FEED]
+            + props + common_props(), dotnet_env(os.path.join(WORK, "pack")), "dotnet pack")
+        # What the package holds.
+        import zipfile
+        names = zipfile.ZipFile(nupkg).namelist()
+        need = ["buildTransitive/OtelThreadCtx.targets", "lib/net8.0/OtelThreadCtx.dll",
+                "runtimes/linux-x64/native/libotel-thread-ctx.so.1",
+                "runtimes/linux-x64/native/libotel-thread-ctx.a"]
+        if arm:
+            need += ["runtimes/linux-arm64/native/libotel-thread-ctx.so.1",
+                     "runtimes/linux-arm64/native/libotel-thread-ctx.a"]
+        missing = [n for n in need if n not in names]
+        if missing:
+            fail(f"the package lacks {missing}")
+        print("package: " + ", ".join(sorted(n for n in names if not n.startswith(("_rels", "package/", "[")))))
+        # A restore must extract this package anew, not reuse an older copy.
+        shutil.rmtree(os.path.join(PACKAGES, "otelthreadctx"), ignore_errors=True)
+        return nupkg
+
+
+# --- aot ------------------------------------------------------------------
+
+def cell_props(cell):
+    try:
+        linker, kind = cell.split("-")
+    except ValueError:
+        sys.exit(f"run.py: bad cell {cell}")
+    props = []
+    if linker == "lld":
+        clang = find_clang()
+        if clang is None:
+            skip("no clang on PATH to drive lld (NativeAOT passes -fuse-ld=lld to its compiler driver)")
+        probe = subprocess.run([clang, "-fuse-ld=lld", "-Wl,--version"], capture_output=True, text=True)
+        if probe.returncode != 0 or "LLD" not in probe.stdout:
+            skip(f"{clang} -fuse-ld=lld finds no ld.lld: {(probe.stderr or probe.stdout).strip()}")
+        props += [f"-p:CppCompilerAndLinker={clang}", "-p:LinkerFlavor=lld"]
+    elif linker != "bfd":
+        sys.exit(f"run.py: bad linker {linker}")
+    if kind == "static":
+        if linker == "bfd":
+            static_bfd_probe()
+        props.append("-p:StaticExecutable=true")
+    elif kind != "pie":
+        sys.exit(f"run.py: bad kind {kind}")
+    return props
+
+
+def static_bfd_probe():
+    # NativeAOT links every executable with its exports file as a version
+    # script and --export-dynamic.  GNU ld 2.40 (Debian 12) cannot link any
+    # -static-pie program so (assertion fail in elflink.c), with or without
+    # this library: a toolchain limit, probed with a C program.
+    cc = shutil.which("clang") or shutil.which("gcc")
+    if cc is None:
+        skip("no compiler driver for NativeAOT (clang or gcc)")
+    d = os.path.join(WORK, "probe-bfd-static")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "h.c"), "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    with open(os.path.join(d, "h.map"), "w") as f:
+        f.write("V1.0 { global: main; local: *; };\n")
+    p = subprocess.run([cc, "-fuse-ld=bfd", "-static-pie", os.path.join(d, "h.c"), "-o", os.path.join(d, "h"),
+                        "-Wl,--version-script=" + os.path.join(d, "h.map"), "-Wl,--export-dynamic"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        skip(f"GNU ld cannot link a -static-pie executable with a version script and --export-dynamic, which "
+             f"NativeAOT always passes (a C program without this library fails the same): "
+             f"{(p.stderr or p.stdout).strip().splitlines()[0]}")
+    r = subprocess.run([os.path.join(d, "h")])
+    if r.returncode != 0:
+        skip(f"a -static-pie C program linked by GNU ld with --export-dynamic crashes here (exit {r.returncode}), "
+             f"without this library")
+
+
+def diagnose_link(log):
+    if "undefined symbol: __tls_get_addr" in log and "self_check.c" in log:
+        return ("the library's self-check refers to __tls_get_addr (weak), which a static link with lld "
+                "leaves undefined once the NativeAOT runtime's own TLS references make it a strong "
+                "undefined symbol: a problem of src/self_check.c in the static archive")
+    return None
+
+
+def publish(project, name, props):
+    out = os.path.join(WORK, name, "publish")
+    shutil.rmtree(os.path.join(WORK, name), ignore_errors=True)
+    with open(os.path.join(WORK, "pack.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        dt = run(["dotnet", "publish", os.path.join(SRC, "samples", project), "-r", "linux-x64", "-c", "Release",
+                  "-o", out, f"-p:RestoreAdditionalProjectSources={FEED}"] + restore_props() + props
+                 + common_props(), dotnet_env(os.path.join(WORK, name, "artifacts")), f"publish {name}",
+                 diagnose=diagnose_link)
+    return out, dt
+
+
+def check_binary(path):
+    checker = env("OTEL_DOTNET_CHECK")
+    p = subprocess.run([checker, path], capture_output=True, text=True)
+    print(p.stdout + p.stderr, end="")
+    if p.returncode != 0:
+        fail(f"otel-thread-ctx-check rejects {path} (exit {p.returncode})")
+
+
+def aot(cell):
+    need_dotnet()
+    props = cell_props(cell)
+    pack()
+    out, dt = publish("AotConsole", f"aot-{cell}", props)
+    exe = os.path.join(out, "AotConsole")
+    for f in os.listdir(out):
+        if f.startswith("libotel-thread-ctx"):
+            fail(f"{f} was published next to a NativeAOT executable that links the library statically")
+    prove(exe)
+    print(f"OK {cell}: publish {dt:.1f} s")
+
+
+def prove(exe):
+    if shutil.which("file"):
+        subprocess.run(["file", exe])
+    check_binary(exe)
+
+    threads = 4
+    proc = subprocess.Popen([exe, str(threads), "30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    expect = {}
+    selfcheck = None
+    pid = None
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        print("sample: " + line)
+        if line.startswith("SELFCHECK "):
+            selfcheck = line
+        elif line.startswith("EXPECT "):
+            _, tid, trace, span, route = line.split(" ", 4)
+            expect[int(tid)] = (trace, span, route)
+        elif line.startswith("READY "):
+            pid = int(line.split()[1])
+            break
+        elif line.startswith("FAIL") or time.monotonic() > deadline:
+            break
+    if pid is None:
+        proc.kill()
+        fail("the sample did not get ready (see its output above)")
+    try:
+        if selfcheck is None or not selfcheck.startswith("SELFCHECK Ok "):
+            fail(f"the self-check from inside says: {selfcheck}")
+        if len(expect) != threads:
+            fail(f"{len(expect)} threads parked, not {threads}")
+        ins = subprocess.run([env("OTEL_DOTNET_INSPECT"), "--json", str(pid)], capture_output=True, text=True)
+        if ins.returncode != 0:
+            fail(f"otel-thread-ctx-inspect exited {ins.returncode}: {ins.stderr.strip()}\n{ins.stdout}")
+        seen = json.loads(ins.stdout)
+        if not seen.get("process_context"):
+            fail("the inspector finds no process context")
+        by_tid = {t["tid"]: t for t in seen["threads"]}
+        bad = []
+        for tid, (trace, span, route) in sorted(expect.items()):
+            t = by_tid.get(tid)
+            if t is None:
+                bad.append(f"thread {tid}: not seen by the inspector")
+                continue
+            attrs = {a["key"]: a["value"] for a in t.get("attributes", [])}
+            got = (t.get("status"), t.get("trace_id"), t.get("span_id"), attrs.get("http.route"))
+            want = ("ok", trace, span, route)
+            print(f"thread {tid}: inspector reads {got}, the thread runs {want}")
+            if got != want:
+                bad.append(f"thread {tid}: read {got}, expected {want}")
+        others = [t for t in seen["threads"] if t["tid"] not in expect]
+        for t in others:
+            if t.get("status") != "no-context":
+                bad.append(f"thread {t['tid']} ({t.get('name')}), which runs no activity, reads {t.get('status')} "
+                           f"{t.get('trace_id')}/{t.get('span_id')}")
+        print(f"{len(others)} other threads, each publishing nothing")
+        if bad:
+            fail("; ".join(bad))
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        rest = proc.stdout.read()
+        print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
+        rc = proc.wait(timeout=60)
+        if rc != 0 or "DONE" not in rest:
+            fail(f"the sample exited {rc}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# --- aot-arm64 ------------------------------------------------------------
+
+def find_clang():
+    for c in ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14"]:
+        if shutil.which(c):
+            return c
+    return None
+
+
+def aot_arm64():
+    # A cross publish for linux-arm64: clang drives the link (NativeAOT gives
+    # it --target), with the aarch64 library of the package.  The program
+    # runs under qemu-user, where the self-check and the sample's own checks
+    # (every thread publishes exactly its activity, after every await) run;
+    # the inspector cannot ptrace a program under qemu-user.
+    need_dotnet()
+    if not os.environ.get("OTEL_DOTNET_LIB_ARM64"):
+        skip("no linux-arm64 library to pack (OTEL_DOTNET_LIB_ARM64: the src/ of an aarch64 build)")
+    clang = find_clang()
+    if clang is None:
+        skip("no clang on PATH: a NativeAOT cross publish passes --target to its compiler driver, which gcc refuses")
+    pack()
+    out = os.path.join(WORK, "aot-arm64", "publish")
+    shutil.rmtree(os.path.join(WORK, "aot-arm64"), ignore_errors=True)
+    with open(os.path.join(WORK, "pack.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        dt = run(["dotnet", "publish", os.path.join(SRC, "samples", "AotConsole"), "-r", "linux-arm64", "-c", "Release",
+                  "-o", out, f"-p:RestoreAdditionalProjectSources={FEED}", f"-p:CppCompilerAndLinker={clang}"]
+                 + restore_props() + common_props(), dotnet_env(os.path.join(WORK, "aot-arm64", "artifacts")),
+                 "publish aot-arm64", diagnose=diagnose_link)
+    exe = os.path.join(out, "AotConsole")
+    if shutil.which("file"):
+        subprocess.run(["file", exe])
+    check_binary(exe)
+    qemu = shutil.which("qemu-aarch64")
+    if qemu is None or not os.path.exists("/lib/ld-linux-aarch64.so.1"):
+        skip(f"published ({dt:.1f} s) and accepted by the checker, but this machine cannot run it "
+             "(qemu-aarch64 and the aarch64 libc: Debian's qemu-user and libc6:arm64)")
+    p = subprocess.run([qemu, "-L", "/", exe, "2", "10"], input="\n", capture_output=True, text=True, timeout=300)
+    print("".join("sample: " + l + "\n" for l in p.stdout.splitlines()), end="")
+    if p.returncode != 0 or "SELFCHECK Ok " not in p.stdout or "DONE" not in p.stdout:
+        fail(f"the arm64 sample under qemu exited {p.returncode}: {p.stderr.strip()}")
+    print(f"OK arm64: publish {dt:.1f} s (the inspector cannot read a program under qemu-user)")
+
+
+# --- shared ---------------------------------------------------------------
+
+HOST_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	void *h = dlopen(argv[1], RTLD_NOW);
+	if (h == NULL) { printf("dlopen: %s\n", dlerror()); return 1; }
+	int (*check)(char *, int) = (int (*)(char *, int))dlsym(h, "aotlib_self_check");
+	int (*publish)(void) = (int (*)(void))dlsym(h, "aotlib_publish_and_read");
+	if (check == NULL || publish == NULL) { printf("dlsym: %s\n", dlerror()); return 1; }
+	char reason[512];
+	int status = check(reason, sizeof reason);
+	printf("SELFCHECK %d %s\n", status, reason);
+	int rc = publish();
+	printf("PUBLISH %d\n", rc);
+	return status == 0 && rc == 0 ? 0 : 1;
+}
+"""
+
+
+def shared():
+    need_dotnet()
+    cc = os.environ.get("OTEL_DOTNET_CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        skip("no C compiler to build the program that loads the NativeAOT library")
+    pack()
+    out, dt = publish("AotLib", "aot-shared", [])
+    lib = os.path.join(out, "AotLib.so")
+    check_binary(lib)
+    host_c = os.path.join(WORK, "aot-shared", "host.c")
+    host = os.path.join(WORK, "aot-shared", "host")
+    with open(host_c, "w") as f:
+        f.write(HOST_C)
+    subprocess.run([cc, host_c, "-o", host, "-ldl"], check=True)
+    p = subprocess.run([host, lib], capture_output=True, text=True)
+    print(p.stdout + p.stderr, end="")
+    if p.returncode != 0:
+        fail("the NativeAOT library's self-check or publication failed from inside (see above)")
+    print(f"OK shared: publish {dt:.1f} s")
+
+
+# --- bench ----------------------------------------------------------------
+
+def bench():
+    need_dotnet()
+    lib = env("OTEL_DOTNET_LIB")
+    e = dotnet_env(os.path.join(WORK, "bench"))
+    e["LD_LIBRARY_PATH"] = lib + (":" + e["LD_LIBRARY_PATH"] if e.get("LD_LIBRARY_PATH") else "")
+    cloop = os.environ.get("OTEL_DOTNET_CLOOP", "")
+    if cloop:
+        print("+ " + cloop, flush=True)
+        subprocess.run([cloop], env=e, check=True)
+    print("JIT:", flush=True)
+    p = subprocess.run(["dotnet", "run", "-c", "Release", "--project", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"),
+                        f"-p:OtelThreadCtxNativeDir={lib}"] + common_props(), env=e)
+    if p.returncode != 0:
+        fail(f"the benchmark under the JIT exited {p.returncode}")
+    pack()
+    out = os.path.join(WORK, "bench-aot", "publish")
+    shutil.rmtree(os.path.join(WORK, "bench-aot"), ignore_errors=True)
+    run(["dotnet", "publish", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"), "-r", "linux-x64", "-c", "Release",
+         "-o", out, "-p:OtelThreadCtxFromPackage=true", f"-p:RestoreAdditionalProjectSources={FEED}"]
+        + restore_props() + common_props(), dotnet_env(os.path.join(WORK, "bench-aot", "artifacts")),
+        "publish the benchmark with PublishAot=true")
+    print("NativeAOT (the static library, direct P/Invoke):", flush=True)
+    p = subprocess.run([os.path.join(out, "OtelThreadCtx.Bench")])
+    if p.returncode != 0:
+        fail(f"the NativeAOT benchmark exited {p.returncode}")
+
+
+def selected(name):
+    # OTEL_DOTNET_CELLS (comma-separated: unit, bfd-pie, lld-pie, bfd-static,
+    # lld-static, shared, arm64) runs only those; unset, all.
+    cells = os.environ.get("OTEL_DOTNET_CELLS", "").strip()
+    if cells and name not in [c.strip() for c in cells.split(",")]:
+        skip(f"{name} is not among OTEL_DOTNET_CELLS={cells}")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    mode = sys.argv[1]
+    if mode in ("unit", "shared"):
+        selected(mode)
+    elif mode == "aot" and len(sys.argv) == 3:
+        selected(sys.argv[2])
+    elif mode == "aot-arm64":
+        selected("arm64")
+    if mode == "unit":
+        unit()
+    elif mode == "pack":
+        pack(force=True)
+    elif mode == "aot" and len(sys.argv) == 3:
+        aot(sys.argv[2])
+    elif mode == "prove" and len(sys.argv) == 3:
+        prove(sys.argv[2])
+    elif mode == "shared":
+        shared()
+    elif mode == "aot-arm64":
+        aot_arm64()
+    elif mode == "bench":
+        bench()
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
