@@ -821,6 +821,7 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 	printf(" the handler's own work %lu times, allocation and locks %s\n", s->spare_calls,
 	       s->alloc_checked ? "forbidden (counting allocator)" :
 				  "not checked (another allocator is in use)");
+	fflush(stdout);
 	return 0;
 }
 
