@@ -61,14 +61,15 @@ static void effective(const struct otel_thread_ctx_record *r, char *out, size_t 
 
 START_TEST(read_copies_what_the_thread_publishes)
 {
-	otel_thread_ctx *ctx = new_ctx(), *prev;
+	otel_thread_ctx *ctx = new_ctx(), *none = new_ctx();
 	struct otel_thread_ctx_record out;
 
 	ck_assert_otel(otel_thread_ctx_read(NULL), OTEL_THREAD_CTX_ENULL);
 	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
+	ck_assert_ok(otel_thread_ctx_save(none)); /* nothing published */
 	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
 	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "GET /users", 10));
-	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+	ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
 
 	memset(&out, 0xee, sizeof(out));
 	ck_assert_ok(otel_thread_ctx_read(&out));
@@ -76,12 +77,15 @@ START_TEST(read_copies_what_the_thread_publishes)
 	/* Nothing past attrs_data_size is written. */
 	ck_assert_uint_eq(out.attrs_data[12], 0xee);
 
-	/* Invalidated: withdrawn, nothing to read. */
-	ck_assert_ok(otel_thread_ctx_invalidate(ctx));
+	/* A saved "nothing" attached: nothing to read. */
+	ck_assert_ok(otel_thread_ctx_update(none));
 	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
-	ck_assert_ok(otel_thread_ctx_detach(&prev));
+	ck_assert_ok(otel_thread_ctx_update(ctx));
+	ck_assert_ok(otel_thread_ctx_read(&out));
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
 	ck_assert_otel(otel_thread_ctx_read(&out), OTEL_THREAD_CTX_ENOCTX);
-	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	otel_thread_ctx_destroy(ctx);
+	otel_thread_ctx_destroy(none);
 
 	/* A record another writer marked invalid: the header only. */
 	{

@@ -10,23 +10,19 @@ static const uint8_t trace_a[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0
 				     0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
 static const uint8_t span_a[8] = { 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7 };
 
-/* Attaches ctx after committing it, returns what the thread publishes. */
+/* Attaches ctx, returns what the thread publishes. */
 static const struct otel_thread_ctx_record *publish(otel_thread_ctx *ctx)
 {
-	otel_thread_ctx *prev;
-
-	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+	ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
 	ck_assert_ptr_nonnull(otel_thread_ctx_v1);
 	return otel_thread_ctx_v1;
 }
 
 static void release(otel_thread_ctx *ctx)
 {
-	otel_thread_ctx *prev;
-
-	ck_assert_ok(otel_thread_ctx_detach(&prev));
-	ck_assert_ptr_eq(prev, ctx);
-	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
+	ck_assert_ptr_null(otel_thread_ctx_v1);
+	otel_thread_ctx_destroy(ctx);
 }
 
 static void assert_attrs(const struct otel_thread_ctx_record *r, const void *bytes, size_t n)
@@ -57,12 +53,10 @@ START_TEST(fresh_context_is_valid_and_empty)
 {
 	otel_thread_ctx *ctx = new_ctx();
 	const struct otel_thread_ctx_record *r;
-	otel_thread_ctx *prev;
 	static const uint8_t zero[640];
 
 	ck_assert_ptr_null(otel_thread_ctx_v1);
-	ck_assert_ok(otel_thread_ctx_attach(ctx, &prev));
-	ck_assert_ptr_null(prev);
+	ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
 	r = otel_thread_ctx_v1;
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->valid, 1);
@@ -75,29 +69,27 @@ START_TEST(fresh_context_is_valid_and_empty)
 }
 END_TEST
 
-/* Both records of a context start 16-byte aligned, whatever its attribute
- * capacity (doc/api.md; the format asks for 2). */
+/* Both records of a thread start 16-byte aligned, whatever the capacity of
+ * the context it attaches (doc/api.md; the format asks for 2). */
 START_TEST(records_are_16_aligned)
 {
 	uint8_t span[8] = { 1 };
 
 	for (unsigned int cap = 0; cap <= OTEL_THREAD_CTX_ATTRS_MAX; cap++) {
-		struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
-		otel_thread_ctx *ctx, *prev;
+		otel_thread_ctx *ctx = new_ctx_sized(cap);
 
-		o.attrs_capacity = cap;
-		ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
 		ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-		ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+		ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
 		ck_assert_msg((uintptr_t)otel_thread_ctx_v1 % 16 == 0, "capacity %u: %p", cap,
 			      (const void *)otel_thread_ctx_v1);
-		/* The other record of the pair, after a commit. */
+		/* The thread's other record, after one more publication. */
 		span[0] = (uint8_t)(cap | 1);
-		ck_assert_ok(otel_thread_ctx_update_span_id(ctx, span));
+		ck_assert_ok(otel_thread_ctx_update_span_id(span));
 		ck_assert_msg((uintptr_t)otel_thread_ctx_v1 % 16 == 0, "capacity %u: %p", cap,
 			      (const void *)otel_thread_ctx_v1);
-		ck_assert_ok(otel_thread_ctx_destroy(ctx));
+		otel_thread_ctx_destroy(ctx);
 	}
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
 }
 END_TEST
 
@@ -164,8 +156,8 @@ START_TEST(replacing_a_key_keeps_one_entry_in_place)
 END_TEST
 
 /* Values of every length, bytes that differ from each other, stored
- * exactly; and copied exactly into the draft by the next edit that does
- * not touch them, whatever the size of the attributes. */
+ * exactly; and copied exactly into the thread's draft by the next fast
+ * path, which does not touch them, whatever the size of the attributes. */
 START_TEST(values_of_every_length_are_stored_and_kept)
 {
 	uint8_t value[255], expect[2 + 255 + 2 + 255];
@@ -190,9 +182,10 @@ START_TEST(values_of_every_length_are_stored_and_kept)
 			n += 255 - len / 2;
 		}
 		assert_attrs(publish(ctx), expect, n);
-		/* An edit of the flags only: the attributes are copied. */
-		ck_assert_ok(otel_thread_ctx_set_trace_flags(ctx, 0));
-		ck_assert_ok(otel_thread_ctx_update(ctx));
+		/* A change of the flags only: the attributes are copied. */
+		ck_assert_ok(otel_thread_ctx_update_trace_flags(0));
+		assert_attrs(otel_thread_ctx_v1, expect, n);
+		ck_assert_ok(otel_thread_ctx_update_trace_flags(0));
 		assert_attrs(otel_thread_ctx_v1, expect, n);
 		release(ctx);
 	}
@@ -254,7 +247,7 @@ START_TEST(attributes_fill_exactly_612_bytes)
 	{
 		struct published now = read_published();
 
-		ck_assert(published_equal(&before, &now)); /* not committed yet */
+		ck_assert(published_equal(&before, &now)); /* not attached again yet */
 	}
 	ck_assert_ok(otel_thread_ctx_update(ctx));
 	ck_assert_uint_eq(otel_thread_ctx_v1->attrs_data_size, 612);
@@ -303,7 +296,7 @@ START_TEST(utf8_values)
 		ck_assert_msg(rc == (cases[i].ok ? OTEL_THREAD_CTX_OK : OTEL_THREAD_CTX_EUTF8),
 			      "case %zu returned %d", i, rc);
 	}
-	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	otel_thread_ctx_destroy(ctx);
 }
 END_TEST
 

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The signal storm (storm-run.h).  One thread commits a new record in a
- * tight loop, by every commit path the API has (update, update_span_id,
- * update_all, set_attrs then update, update_attach, update then attach,
- * detach, invalidate, update_trace_flags, a frozen context attached and let
- * go), naming each commit before it makes it.  Another thread interrupts it
- * with signals until every path has been sampled inside its calls; the
- * handler reads the record through otel_thread_ctx_v1, exactly as a sampling
- * profiler does, and accepts only the record committed last or the one
- * being committed (or NULL where that is what is due): never a torn record,
- * an older one or a draft.  It then calls every async-signal-safe function
- * on a context of its own, with allocation forbidden, and checks their
+ * The signal storm (storm-run.h).  A writer thread publishes a new record
+ * in a tight loop, by every publication path the API has (attach, attach
+ * with a saved context, attach(ctx, ctx), update, restoring a saved record
+ * and a saved "nothing", detach, update_span_id, update_trace_flags,
+ * update_all, and the first publication of a thread: every few rounds the
+ * storm moves to a new writer thread), naming each publication before it
+ * makes it.  Another thread interrupts it with signals until every path has
+ * been sampled inside its calls; the handler reads the record through
+ * otel_thread_ctx_v1, exactly as a sampling profiler does, and accepts only
+ * nothing, the whole record published last or the whole one being
+ * published (never a torn record, an older one or the thread's draft); what
+ * otel_thread_ctx_save() gives there must be one of those too.  It then
+ * calls every async-signal-safe function that does not publish on contexts
+ * of its own, with allocation and locks forbidden, and checks their
  * results.  Freeing memory a slot points into fails at once (the counting
  * allocator's free-time check).
  */
@@ -36,19 +39,35 @@ __attribute__((constructor)) static void check_frees(void)
 	counting_malloc_check_slots(own_slot);
 }
 
-START_TEST(only_committed_records_under_a_signal_storm)
+/* The slot, sampled in the handler, shows nothing, the whole record
+ * published last or the whole one being published; and the handler's own
+ * work on its contexts gives what it should. */
+START_TEST(only_whole_records_under_a_signal_storm)
 {
-	char why[300];
+	char why[400];
 
 	ck_assert_int_eq(storm_run(&storm, env_count("OTEL_TEST_SIGNALS", 100000), 240), 0);
-	ck_assert_msg(!storm_failed(&storm, why, sizeof(why)), "%s", why);
+	ck_assert_msg(!storm_verdict(&storm, STORM_CHECK_SLOT, why, sizeof(why)), "%s", why);
+}
+END_TEST
+
+/* otel_thread_ctx_save(), called in the handler on the interrupted thread,
+ * gives what the slot may show there: nothing, the whole record published
+ * last or the whole one being published. */
+START_TEST(save_in_a_handler_gives_what_the_slot_shows)
+{
+	char why[400];
+
+	ck_assert_int_eq(storm_run(&storm, env_count("OTEL_TEST_SIGNALS", 100000), 240), 0);
+	ck_assert_msg(!storm_verdict(&storm, STORM_CHECK_SAVE, why, sizeof(why)), "%s", why);
 }
 END_TEST
 
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
-		{ "storm", only_committed_records_under_a_signal_storm },
+		{ "storm", only_whole_records_under_a_signal_storm },
+		{ "save-in-handler", save_in_a_handler_gives_what_the_slot_shows },
 	};
 
 	return MAKE_SUITE("signal-storm", cases, 300);

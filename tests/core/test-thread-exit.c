@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Thread exit and the holder of a context, in every order.  A thread that
- * exits with a context attached unpublishes it (its slot is NULL before
- * anything else happens) and hands it back to its holder, who may destroy it
- * before (from a pthread-key destructor that runs first), after (one that
- * runs later, or a finalizer on another thread), or while the thread exits;
- * a context created with OTEL_THREAD_CTX_FREE_WITH_THREAD is freed by the
- * thread.  Either way nothing stays behind.  Use-after-free and double free
- * show under valgrind and the sanitizer builds.
+ * Thread exit.  A thread that exits while it publishes unpublishes (its
+ * slot is NULL before anything else of it goes) and gives its two records
+ * back to the pool, so that an exiting thread leaves nothing behind: the
+ * heap is as it was, and new threads publish from the records the old ones
+ * gave back.  That holds too when a pthread-key destructor publishes after
+ * the library's cleanup ran, and when one publishes before it.
+ *
+ * The pool takes and gives back records in last-in, first-out order, so the
+ * records threads ever publish from, over any number of threads, are no
+ * more than those in use at once: a thread that kept its records when it
+ * exited would make the count grow with every thread.  That count is what
+ * these tests watch.
  */
 #include <pthread.h>
-#include <sched.h>
-#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,6 +22,7 @@
 
 static const uint8_t trace_a[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint8_t span_a[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
+static const uint8_t span_b[8] = { 9, 7, 6, 5, 4, 3, 2, 1 };
 
 /* Freeing a block that a thread's slot points into fails at once, in every
  * test (the counting allocator's free-time check). */
@@ -41,34 +44,95 @@ static size_t heap_in_use(void)
 	return counting_malloc_heap_bytes();
 }
 
-static void say_how_the_heap_is_counted(void)
+static const char *how_the_heap_is_counted(void)
 {
 	static const char *const how[] = {
 		[COUNTING_MALLOC_BLOCKS] = "counting allocator",
 		[COUNTING_MALLOC_SANITIZER] = "sanitizer's allocator",
-		[COUNTING_MALLOC_REPLACED] = "not here: valgrind replaced malloc and checks leaks",
+		[COUNTING_MALLOC_REPLACED] = "not counted: valgrind replaced malloc and checks leaks",
 	};
 
-	printf("thread-exit: heap counted by the %s\n", how[counting_malloc_mode()]);
+	return how[counting_malloc_mode()];
 }
 
-/* A context given to its thread: the thread frees it when it exits. */
-static void *attach_and_exit(void *arg)
-{
-	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
-	otel_thread_ctx *ctx = NULL, *prev;
-	int rc;
+/* ------------------------------------------------------------------------ */
+/* The records threads publish from.                                          */
 
-	(void)arg;
-	o.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
-	rc = otel_thread_ctx_create_with(&ctx, &o);
+#define RECORDS_MAX 4096
+
+static struct {
+	pthread_mutex_t lock;
+	const void *seen[RECORDS_MAX];
+	size_t n;
+	int overflow;
+} records = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0, 0 };
+
+static void records_reset(void)
+{
+	pthread_mutex_lock(&records.lock);
+	records.n = 0;
+	records.overflow = 0;
+	pthread_mutex_unlock(&records.lock);
+}
+
+/* Notes the record the calling thread publishes. */
+static void note_record(void)
+{
+	const void *r = otel_thread_ctx_v1;
+	size_t i;
+
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&records.lock);
+	for (i = 0; i < records.n && records.seen[i] != r; i++)
+		;
+	if (i == records.n) {
+		if (records.n < RECORDS_MAX)
+			records.seen[records.n++] = r;
+		else
+			records.overflow = 1;
+	}
+	pthread_mutex_unlock(&records.lock);
+}
+
+static size_t records_seen(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&records.lock);
+	n = records.overflow ? RECORDS_MAX + 1 : records.n;
+	pthread_mutex_unlock(&records.lock);
+	return n;
+}
+
+/* Publishes a context of its own and then a child span, which shows both
+ * of the thread's records; destroys the context; returns still publishing. */
+static int publish_and_leave(void)
+{
+	otel_thread_ctx *ctx = NULL;
+	int rc = otel_thread_ctx_create(&ctx);
+
 	if (rc == 0)
 		rc = otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1);
 	if (rc == 0)
 		rc = otel_thread_ctx_set_attr(ctx, 3, "worker", 6);
 	if (rc == 0)
-		rc = otel_thread_ctx_update_attach(ctx, &prev);
-	return (void *)(intptr_t)rc;
+		rc = otel_thread_ctx_attach(ctx, NULL);
+	note_record();
+	if (rc == 0)
+		rc = otel_thread_ctx_update_span_id(span_b);
+	note_record();
+	otel_thread_ctx_destroy(ctx);
+	if (rc == 0 && (otel_thread_ctx_v1 == NULL ||
+			memcmp(otel_thread_ctx_v1->span_id, span_b, 8) != 0))
+		rc = -1000;
+	return rc;
+}
+
+static void *exit_publishing(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)publish_and_leave();
 }
 
 /* Runs `n` threads of `fn`, `batch` at a time; every one must return 0. */
@@ -92,363 +156,353 @@ static void run_threads(void *(*fn)(void *), void *arg, unsigned long n, unsigne
 	}
 }
 
-START_TEST(exiting_threads_leak_nothing)
+/* Threads run `batch` at a time hold at most `batch` pairs of records at
+ * once: every record they published is one of 2 * batch. */
+static void assert_records_reused(unsigned long threads, unsigned batch, const char *what)
+{
+	size_t seen = records_seen();
+
+	printf("thread-exit: %s: %lu threads, %u at a time, published from %zu records\n", what,
+	       threads, batch, seen);
+	ck_assert_msg(seen <= 2u * batch,
+		      "%s: %lu threads published from %zu records: exiting threads kept theirs",
+		      what, threads, seen);
+}
+
+START_TEST(exiting_threads_leave_nothing)
 {
 	unsigned long n = env_count("OTEL_TEST_THREADS", 4000);
 	size_t before, after;
 
-	say_how_the_heap_is_counted();
-	/* Warm up: thread stacks, arenas and the library's key. */
-	run_threads(attach_and_exit, NULL, 64, 8);
+	/* Warm up: thread stacks and the like. */
+	run_threads(exit_publishing, NULL, 64, 8);
+	records_reset();
 	before = heap_in_use();
-	run_threads(attach_and_exit, NULL, n, 8);
+	run_threads(exit_publishing, NULL, n, 8);
 	after = heap_in_use();
-	printf("thread-exit: %lu threads exited with a FREE_WITH_THREAD context attached; heap in use "
-	       "%zu -> %zu bytes\n", n, before, after);
-	/* A leak would be n * sizeof(context) (over 1.2 KiB each). */
+	printf("thread-exit: %lu threads exited publishing; heap in use %zu -> %zu bytes (%s)\n", n,
+	       before, after, how_the_heap_is_counted());
 	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
 		      after - before, n);
+	assert_records_reused(n, 8, "exit publishing");
 }
 END_TEST
 
-/* A later pthread key destructor of the exiting thread looks at the slot. */
-static pthread_key_t probe_key;
-static int probe_slot_null = -1, probe_current_null = -1;
+/* ------------------------------------------------------------------------ */
+/* The exact records: threads that exit give theirs back, and the next ones */
+/* take exactly those.                                                        */
 
-static void probe(void *arg)
-{
-	(void)arg;
-	probe_slot_null = otel_thread_ctx_v1 == NULL;
-	probe_current_null = otel_thread_ctx_current() == NULL;
-}
+#define AT_ONCE 32
 
-static void *attach_then_probe(void *arg)
-{
-	pthread_setspecific(probe_key, (void *)1);
-	return attach_and_exit(arg);
-}
-
-START_TEST(slot_is_null_before_the_context_is_freed)
-{
-	pthread_t t;
-	void *ret;
-
-	/* Created after the library's key, so glibc and musl run it after. */
-	ck_assert_int_eq(pthread_key_create(&probe_key, probe), 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, attach_then_probe, NULL), 0);
-	ck_assert_int_eq(pthread_join(t, &ret), 0);
-	ck_assert_ptr_null(ret);
-	ck_assert_int_eq(probe_slot_null, 1);
-	ck_assert_int_eq(probe_current_null, 1);
-	pthread_key_delete(probe_key);
-}
-END_TEST
-
-/* A destructor that runs after the library's cleanup attaches again. */
-static pthread_key_t late_key;
-
-static void late_attach(void *arg)
-{
-	(void)arg;
-	attach_and_exit(NULL);
-}
-
-static void *attach_and_reattach_late(void *arg)
-{
-	pthread_setspecific(late_key, (void *)1);
-	return attach_and_exit(arg);
-}
-
-START_TEST(attach_during_thread_exit_is_cleaned_up_too)
-{
-	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4;
-	size_t before, after;
-
-	ck_assert_int_eq(pthread_key_create(&late_key, late_attach), 0);
-	run_threads(attach_and_reattach_late, NULL, 64, 8);
-	before = heap_in_use();
-	run_threads(attach_and_reattach_late, NULL, n, 8);
-	after = heap_in_use();
-	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
-		      after - before, n);
-	pthread_key_delete(late_key);
-}
-END_TEST
-
-/* A context detached before exit belongs to whoever holds it: not freed. */
-static void *detach_and_hand_over(void *arg)
-{
-	otel_thread_ctx **out = arg, *ctx = NULL, *prev;
-
-	if (otel_thread_ctx_create(&ctx) || otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1) ||
-	    otel_thread_ctx_update_attach(ctx, &prev) || otel_thread_ctx_detach(&prev) ||
-	    prev != ctx)
-		return (void *)1;
-	*out = ctx;
-	return NULL;
-}
-
-START_TEST(a_detached_context_survives_its_thread)
-{
-	otel_thread_ctx *ctx = NULL, *prev;
-	pthread_t t;
-	void *ret;
-
-	ck_assert_int_eq(pthread_create(&t, NULL, detach_and_hand_over, &ctx), 0);
-	ck_assert_int_eq(pthread_join(t, &ret), 0);
-	ck_assert_ptr_null(ret);
-	ck_assert_ptr_nonnull(ctx);
-	ck_assert_ok(otel_thread_ctx_attach(ctx, &prev));
-	ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
-	ck_assert_ok(otel_thread_ctx_detach(&prev));
-	ck_assert_ok(otel_thread_ctx_destroy(ctx));
-}
-END_TEST
-
-/* ------------------------------------------------------------------ */
-/* The holder keeps its context across thread exit.                     */
-
-/* What a thread is given: a context to attach, created by the holder. */
-struct lent {
-	otel_thread_ctx *ctx;
+struct pair_probe {
+	pthread_barrier_t *all;
+	uintptr_t base; /* the lower address of the thread's two records */
+	int detach_first;
 	int rc;
 };
 
-static void *attach_lent_and_exit(void *arg)
+static void *publish_both_records(void *arg)
 {
-	struct lent *l = arg;
-	otel_thread_ctx *prev;
+	struct pair_probe *p = arg;
+	const struct otel_thread_ctx_record *first;
+	static const struct otel_thread_ctx_attr a = { 1, 2, (const uint8_t *)"ok" };
 
-	l->rc = otel_thread_ctx_attach(l->ctx, &prev);
+	p->rc = otel_thread_ctx_update_all(trace_a, span_a, 1, &a, 1);
+	first = otel_thread_ctx_v1;
+	if (p->rc == 0)
+		p->rc = otel_thread_ctx_update_span_id(span_b);
+	if (p->rc == 0 && (first == NULL || otel_thread_ctx_v1 == NULL || first == otel_thread_ctx_v1))
+		p->rc = -1000;
+	if (p->rc == 0)
+		p->base = (uintptr_t)(first < otel_thread_ctx_v1 ? first : otel_thread_ctx_v1);
+	/* All of them hold their records at once. */
+	pthread_barrier_wait(p->all);
+	if (p->rc == 0 && p->detach_first)
+		p->rc = otel_thread_ctx_detach(NULL);
 	return NULL;
 }
 
-/* A holder's context, committed with ids that name it. */
-static otel_thread_ctx *lendable(unsigned long i)
+static void pairs_of(uintptr_t bases[AT_ONCE])
 {
-	otel_thread_ctx *ctx = new_ctx();
-	uint8_t span[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	pthread_barrier_t all;
+	struct pair_probe p[AT_ONCE];
+	pthread_t t[AT_ONCE];
 
-	memcpy(span, &i, sizeof(i) < 8 ? sizeof(i) : 8);
-	span[7] |= 0x80;
-	ck_assert_ok(otel_thread_ctx_set_ids(ctx, trace_a, span, 1));
-	ck_assert_ok(otel_thread_ctx_update(ctx));
-	return ctx;
+	pthread_barrier_init(&all, NULL, AT_ONCE);
+	for (int i = 0; i < AT_ONCE; i++) {
+		p[i] = (struct pair_probe){ &all, 0, i % 2, -1 };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, publish_both_records, &p[i]), 0);
+	}
+	for (int i = 0; i < AT_ONCE; i++) {
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+		ck_assert_ok(p[i].rc);
+		bases[i] = p[i].base;
+	}
+	pthread_barrier_destroy(&all);
 }
 
-START_TEST(the_holder_destroys_after_thread_exit)
+static int by_value(const void *a, const void *b)
 {
-	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4, batch = 8;
-	size_t before = 0, after;
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
 
-	for (unsigned long round = 0; round < n + 8; round += batch) {
-		struct lent l[8];
-		pthread_t t[8];
+	return x < y ? -1 : x > y;
+}
 
-		if (round == 8)
-			before = heap_in_use(); /* after a warm-up */
-		for (unsigned long k = 0; k < batch; k++) {
-			l[k].ctx = lendable(round + k);
-			l[k].rc = -1000;
-			ck_assert_int_eq(pthread_create(&t[k], NULL, attach_lent_and_exit, &l[k]), 0);
-		}
-		for (unsigned long k = 0; k < batch; k++) {
-			otel_thread_ctx *prev;
-			struct otel_thread_ctx_record rec;
+START_TEST(new_threads_take_the_records_exited_threads_gave_back)
+{
+	uintptr_t first[AT_ONCE], second[AT_ONCE];
 
-			ck_assert_int_eq(pthread_join(t[k], NULL), 0);
-			ck_assert_ok(l[k].rc);
-			/* Still the holder's, whole: attachable and readable. */
-			ck_assert_ok(otel_thread_ctx_attach(l[k].ctx, &prev));
-			ck_assert_ok(otel_thread_ctx_read(&rec));
-			ck_assert_mem_eq(rec.trace_id, trace_a, 16);
-			ck_assert_ok(otel_thread_ctx_detach(&prev));
-			ck_assert_ptr_eq(prev, l[k].ctx);
-			ck_assert_ok(otel_thread_ctx_destroy(l[k].ctx));
-		}
+	pairs_of(first);
+	pairs_of(second);
+	qsort(first, AT_ONCE, sizeof(first[0]), by_value);
+	qsort(second, AT_ONCE, sizeof(second[0]), by_value);
+	for (int i = 0; i < AT_ONCE; i++) {
+		ck_assert_msg(i == 0 || first[i] != first[i - 1], "two threads had the same records");
+		ck_assert_uint_eq(first[i] % 16, 0);
 	}
-	after = heap_in_use();
-	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
-		      after - before, n);
+	ck_assert_msg(memcmp(first, second, sizeof(first)) == 0,
+		      "%d new threads did not publish from the records %d exited threads gave back",
+		      AT_ONCE, AT_ONCE);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* pthread-key destructors.                                                   */
+
+/* Keys made here come after the library's, which it makes when it is
+ * loaded: glibc and musl run destructors in the order of the keys. */
+static pthread_key_t probe_key;
+static struct {
+	int calls, slot_null, read_nothing, saved_nothing;
+} probe_saw;
+
+static void probe(void *arg)
+{
+	otel_thread_ctx *saved = arg;
+	struct otel_thread_ctx_record r;
+
+	probe_saw.calls++;
+	probe_saw.slot_null = otel_thread_ctx_v1 == NULL;
+	probe_saw.read_nothing = otel_thread_ctx_read(&r) == OTEL_THREAD_CTX_ENOCTX;
+	probe_saw.saved_nothing = otel_thread_ctx_save(saved) == OTEL_THREAD_CTX_OK &&
+				  otel_thread_ctx_get(saved, &r) == OTEL_THREAD_CTX_ENOCTX;
+}
+
+static void *publish_then_probe(void *arg)
+{
+	pthread_setspecific(probe_key, arg);
+	return (void *)(intptr_t)publish_and_leave();
+}
+
+START_TEST(a_later_destructor_finds_nothing_published)
+{
+	otel_thread_ctx *saved = new_ctx();
+	pthread_t t;
+	void *ret;
+
+	ck_assert_int_eq(pthread_key_create(&probe_key, probe), 0);
+	memset(&probe_saw, 0, sizeof(probe_saw));
+	ck_assert_int_eq(pthread_create(&t, NULL, publish_then_probe, saved), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_null(ret);
+	ck_assert_int_eq(probe_saw.calls, 1);
+	ck_assert_msg(probe_saw.slot_null, "the slot was not NULL after the library's cleanup");
+	ck_assert_int_eq(probe_saw.read_nothing, 1);
+	ck_assert_int_eq(probe_saw.saved_nothing, 1);
+	pthread_key_delete(probe_key);
+	otel_thread_ctx_destroy(saved);
 }
 END_TEST
 
 /*
- * The holder's own cleanup runs as a pthread-key destructor of the exiting
- * thread.  glibc and musl run destructors in the order of the keys: one key
- * older than the library's (made by a constructor that runs before the
- * library's: in the executable, with the static library), one younger (made
- * here).  With the shared library, both are younger.
+ * A destructor that runs after the library's cleanup publishes again (its
+ * key is younger); one younger still looks at the slot twice: right after
+ * that publication, and in the next round of destructors, after the
+ * library's cleanup ran once more.
  */
-static pthread_key_t early_key, late_key_destroy;
-static int early_key_ok;
-static unsigned long destroyed_ok, destroyed_busy, destroyed_attached;
+static pthread_key_t late_key, later_key;
+static unsigned long late_published, later_saw_it, later_saw_null, later_calls;
 static pthread_mutex_t tally_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void destroy_in_destructor(void *arg)
+static void late_publish(void *arg)
 {
-	/* Still attached: this destructor runs before the library's. */
-	int attached = otel_thread_ctx_current() == arg;
-	int rc = otel_thread_ctx_destroy(arg);
+	static const struct otel_thread_ctx_attr a = { 2, 4, (const uint8_t *)"late" };
+	int rc = otel_thread_ctx_update_all(trace_a, span_b, 0, &a, 1);
 
+	(void)arg;
+	note_record();
 	pthread_mutex_lock(&tally_lock);
-	destroyed_attached += (unsigned long)attached;
-	if (rc == OTEL_THREAD_CTX_OK)
-		destroyed_ok++;
-	else
-		destroyed_busy++;
+	late_published += rc == OTEL_THREAD_CTX_OK && otel_thread_ctx_v1 != NULL;
+	pthread_mutex_unlock(&tally_lock);
+}
+
+static void later_look(void *arg)
+{
+	pthread_mutex_lock(&tally_lock);
+	later_calls++;
+	if ((intptr_t)arg == 1) {
+		later_saw_it += otel_thread_ctx_v1 != NULL;
+		/* Once more, in the next round. */
+		pthread_setspecific(later_key, (void *)2);
+	} else {
+		later_saw_null += otel_thread_ctx_v1 == NULL;
+	}
+	pthread_mutex_unlock(&tally_lock);
+}
+
+static void *publish_with_late_keys(void *arg)
+{
+	pthread_setspecific(late_key, (void *)1);
+	pthread_setspecific(later_key, (void *)1);
+	return exit_publishing(arg);
+}
+
+START_TEST(publishing_after_the_exit_cleanup_is_cleaned_up_too)
+{
+	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4;
+	size_t before, after;
+
+	ck_assert_int_eq(pthread_key_create(&late_key, late_publish), 0);
+	ck_assert_int_eq(pthread_key_create(&later_key, later_look), 0);
+	run_threads(publish_with_late_keys, NULL, 64, 8);
+	records_reset();
+	late_published = later_saw_it = later_saw_null = later_calls = 0;
+	before = heap_in_use();
+	run_threads(publish_with_late_keys, NULL, n, 8);
+	after = heap_in_use();
+	printf("thread-exit: %lu threads published again in a later destructor: %lu did, "
+	       "%lu then published, %lu found nothing after the cleanup ran again\n",
+	       n, late_published, later_saw_it, later_saw_null);
+	ck_assert_uint_eq(late_published, n);
+	ck_assert_uint_eq(later_calls, 2 * n);
+	ck_assert_uint_eq(later_saw_it, n);
+	ck_assert_msg(later_saw_null == n, "%lu of %lu threads still published after their last "
+		      "destructors ran", n - later_saw_null, n);
+	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
+		      after - before, n);
+	assert_records_reused(n, 8, "publish in a later destructor");
+	pthread_key_delete(late_key);
+	pthread_key_delete(later_key);
+}
+END_TEST
+
+/*
+ * A key made by a constructor that runs before the library's (with the
+ * static library, in this executable; with the shared library the library
+ * is initialized first and the key is younger): its destructor publishes,
+ * and destroys the context the thread attached, whichever of it and the
+ * library's cleanup runs first.
+ */
+static pthread_key_t early_key;
+static int early_key_ok;
+static unsigned long early_ran, early_published, early_found_ours;
+
+static void early_destructor(void *arg)
+{
+	otel_thread_ctx *ctx = arg;
+	struct otel_thread_ctx_record r;
+	int ours = otel_thread_ctx_v1 != NULL && otel_thread_ctx_get(ctx, &r) == 0 &&
+		   same_record(otel_thread_ctx_v1, &r);
+	int rc;
+
+	otel_thread_ctx_destroy(ctx);
+	rc = otel_thread_ctx_update_all(trace_a, span_a, 1, NULL, 0);
+	note_record();
+	pthread_mutex_lock(&tally_lock);
+	early_ran++;
+	early_found_ours += (unsigned long)ours;
+	early_published += rc == OTEL_THREAD_CTX_OK && otel_thread_ctx_v1 != NULL;
 	pthread_mutex_unlock(&tally_lock);
 }
 
 __attribute__((constructor(101))) static void make_early_key(void)
 {
-	early_key_ok = pthread_key_create(&early_key, destroy_in_destructor) == 0;
+	early_key_ok = pthread_key_create(&early_key, early_destructor) == 0;
 }
 
-struct keyed {
-	pthread_key_t key;
-	int rc;
-};
-
-static void *attach_own_and_exit(void *arg)
+static void *attach_for_the_early_key(void *arg)
 {
-	struct keyed *k = arg;
-	otel_thread_ctx *ctx = NULL, *prev;
+	otel_thread_ctx *ctx = NULL;
+	int rc = otel_thread_ctx_create(&ctx);
 
-	k->rc = otel_thread_ctx_create(&ctx);
-	if (k->rc == 0)
-		k->rc = otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1);
-	if (k->rc == 0)
-		k->rc = otel_thread_ctx_update_attach(ctx, &prev);
-	if (k->rc == 0)
-		k->rc = pthread_setspecific(k->key, ctx) == 0 ? 0 : -1000;
-	return NULL;
+	(void)arg;
+	if (rc == 0)
+		rc = otel_thread_ctx_set_ids(ctx, trace_a, span_b, 0);
+	if (rc == 0)
+		rc = otel_thread_ctx_attach(ctx, NULL);
+	note_record();
+	if (rc == 0)
+		rc = pthread_setspecific(early_key, ctx) == 0 ? 0 : -1000;
+	return (void *)(intptr_t)rc;
 }
 
-static void holder_cleanup_in_a_key(pthread_key_t key, const char *which)
+START_TEST(a_destructor_in_either_order_publishes_and_destroys)
 {
 	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4;
-	size_t before = 0, after;
+	size_t before, after;
 
-	destroyed_ok = destroyed_busy = destroyed_attached = 0;
-	for (unsigned long i = 0; i < n + 8; i++) {
-		struct keyed k = { key, -1000 };
-		pthread_t t;
-
-		if (i == 8)
-			before = heap_in_use();
-		ck_assert_int_eq(pthread_create(&t, NULL, attach_own_and_exit, &k), 0);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-		ck_assert_ok(k.rc);
-	}
+	ck_assert_msg(early_key_ok, "the early key could not be made");
+	run_threads(attach_for_the_early_key, NULL, 64, 8);
+	records_reset();
+	early_ran = early_published = early_found_ours = 0;
+	before = heap_in_use();
+	run_threads(attach_for_the_early_key, NULL, n, 8);
 	after = heap_in_use();
-	printf("thread-exit: holder's destructor (%s key): %lu destroyed (%lu still attached, "
-	       "before the library's cleanup), %lu refused\n", which, destroyed_ok, destroyed_attached,
-	       destroyed_busy);
-	ck_assert_uint_eq(destroyed_ok, n + 8);
-	ck_assert_uint_eq(destroyed_busy, 0);
+	printf("thread-exit: a destructor of a key made before the library's: %lu ran, %lu of them "
+	       "before the library's cleanup (the thread's record still published)\n",
+	       early_ran, early_found_ours);
+	ck_assert_uint_eq(early_ran, n);
+	ck_assert_uint_eq(early_published, n);
+	/* Before the cleanup it finds the record, after it nothing: never
+	 * something else. */
+	ck_assert_msg(early_found_ours == 0 || early_found_ours == n,
+		      "%lu of %lu destructors found the thread's record", early_found_ours, n);
 	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
 		      after - before, n);
-}
-
-START_TEST(the_holder_destroys_in_an_older_key)
-{
-	ck_assert_msg(early_key_ok, "the early key could not be made");
-	holder_cleanup_in_a_key(early_key, "older");
+	assert_records_reused(n, 8, "publish in an early destructor");
 }
 END_TEST
 
-START_TEST(the_holder_destroys_in_a_younger_key)
+/* A context is a value: it outlives the thread that made and attached it. */
+static void *make_attach_and_hand_over(void *arg)
 {
-	ck_assert_int_eq(pthread_key_create(&late_key_destroy, destroy_in_destructor), 0);
-	holder_cleanup_in_a_key(late_key_destroy, "younger");
-	pthread_key_delete(late_key_destroy);
-}
-END_TEST
+	otel_thread_ctx **out = arg, *ctx = NULL;
 
-/*
- * A finalizer on another thread destroys the context while its thread
- * exits: destroy is refused (EBUSY, nothing changes) while the context is
- * attached, and succeeds once the thread has handed it back; never both,
- * never a use after free.
- */
-struct race {
-	otel_thread_ctx *ctx;
-	sem_t go;
-	int attach_rc;
-};
-
-static void *attach_wait_exit(void *arg)
-{
-	struct race *r = arg;
-	otel_thread_ctx *prev;
-
-	r->attach_rc = otel_thread_ctx_attach(r->ctx, &prev);
-	sem_post(&r->go);
-	return NULL;
+	if (otel_thread_ctx_create(&ctx) || otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1) ||
+	    otel_thread_ctx_attach(ctx, NULL))
+		return (void *)1;
+	*out = ctx;
+	return NULL; /* exits publishing it */
 }
 
-START_TEST(a_finalizer_races_thread_exit)
+START_TEST(a_context_outlives_the_thread_that_attached_it)
 {
-	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4, busy = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		struct race r;
-		pthread_t t;
-		int rc;
-
-		r.ctx = lendable(i);
-		r.attach_rc = -1000;
-		sem_init(&r.go, 0, 0);
-		ck_assert_int_eq(pthread_create(&t, NULL, attach_wait_exit, &r), 0);
-		sem_wait(&r.go);
-		ck_assert_ok(r.attach_rc);
-		/* The thread is on its way out: destroy until it lets go. */
-		while ((rc = otel_thread_ctx_destroy(r.ctx)) == OTEL_THREAD_CTX_EBUSY) {
-			busy++;
-			sched_yield();
-		}
-		ck_assert_ok(rc);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-		sem_destroy(&r.go);
-	}
-	printf("thread-exit: finalizer race: %lu contexts, %lu refusals while attached\n", n, busy);
-}
-END_TEST
-
-/* Without FREE_WITH_THREAD, a context outlives the thread it was attached
- * to when the thread exits. */
-START_TEST(a_lent_context_survives_thread_exit)
-{
-	struct lent l = { lendable(7), -1000 };
-	otel_thread_ctx *prev;
+	otel_thread_ctx *ctx = NULL;
 	pthread_t t;
+	void *ret;
 
-	ck_assert_int_eq(pthread_create(&t, NULL, attach_lent_and_exit, &l), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	ck_assert_ok(l.rc);
-	/* Detached by the exit: attach, edit and commit it here. */
-	ck_assert_ok(otel_thread_ctx_set_span_id(l.ctx, span_a));
-	ck_assert_ok(otel_thread_ctx_update_attach(l.ctx, &prev));
-	ck_assert_ptr_null(prev);
-	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_a, 8);
-	ck_assert_ok(otel_thread_ctx_destroy(l.ctx));
-	ck_assert_ptr_null(otel_thread_ctx_v1);
+	ck_assert_int_eq(pthread_create(&t, NULL, make_attach_and_hand_over, &ctx), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_null(ret);
+	ck_assert_ptr_nonnull(ctx);
+	ck_assert_ok(otel_thread_ctx_set_span_id(ctx, span_b));
+	ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
+	ck_assert_mem_eq(otel_thread_ctx_v1->trace_id, trace_a, 16);
+	ck_assert_mem_eq(otel_thread_ctx_v1->span_id, span_b, 8);
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
+	otel_thread_ctx_destroy(ctx);
 }
 END_TEST
 
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
-		{ "no-leak", exiting_threads_leak_nothing },
-		{ "slot-null-first", slot_is_null_before_the_context_is_freed },
-		{ "attach-during-exit", attach_during_thread_exit_is_cleaned_up_too },
-		{ "detached-survives", a_detached_context_survives_its_thread },
-		{ "lent-survives", a_lent_context_survives_thread_exit },
-		{ "holder-destroys-after", the_holder_destroys_after_thread_exit },
-		{ "holder-older-key", the_holder_destroys_in_an_older_key },
-		{ "holder-younger-key", the_holder_destroys_in_a_younger_key },
-		{ "finalizer-race", a_finalizer_races_thread_exit },
+		{ "no-leak", exiting_threads_leave_nothing },
+		{ "records-reused", new_threads_take_the_records_exited_threads_gave_back },
+		{ "slot-null-after-cleanup", a_later_destructor_finds_nothing_published },
+		{ "publish-during-exit", publishing_after_the_exit_cleanup_is_cleaned_up_too },
+		{ "destructor-either-order", a_destructor_in_either_order_publishes_and_destroys },
+		{ "context-outlives-thread", a_context_outlives_the_thread_that_attached_it },
 	};
 
 	return MAKE_SUITE("thread-exit", cases, 600);

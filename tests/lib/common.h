@@ -4,6 +4,8 @@
 #define OTEL_TESTS_COMMON_H
 
 #include <check.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +86,76 @@ static inline otel_thread_ctx *new_ctx(void)
 	ck_assert_ok(otel_thread_ctx_create(&ctx));
 	ck_assert_ptr_nonnull(ctx);
 	return ctx;
+}
+
+/* A context with room for `capacity` bytes of attributes. */
+static inline otel_thread_ctx *new_ctx_sized(unsigned int capacity)
+{
+	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+	otel_thread_ctx *ctx = NULL;
+
+	o.attrs_capacity = capacity;
+	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
+	ck_assert_ptr_nonnull(ctx);
+	return ctx;
+}
+
+/* The same header and the same used attribute bytes: what a reader
+ * compares. */
+static inline int same_record(const struct otel_thread_ctx_record *a,
+			      const struct otel_thread_ctx_record *b)
+{
+	return memcmp(a, b, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
+	       a->attrs_data_size <= OTEL_THREAD_CTX_ATTRS_MAX &&
+	       memcmp(a->attrs_data, b->attrs_data, a->attrs_data_size) == 0;
+}
+
+/* What a context holds, as otel_thread_ctx_get() gives it: rc is
+ * OTEL_THREAD_CTX_ENOCTX for a context that holds no record. */
+struct held {
+	int rc;
+	struct otel_thread_ctx_record rec;
+};
+
+static inline struct held held_by(const otel_thread_ctx *ctx)
+{
+	struct held h;
+
+	memset(&h, 0, sizeof(h));
+	h.rc = otel_thread_ctx_get(ctx, &h.rec);
+	return h;
+}
+
+/* The whole heap block of a context, byte for byte: all the memory it has
+ * (the allocator's usable size, which covers what the library asked for). */
+struct ctx_bytes {
+	size_t size;
+	unsigned char bytes[1024];
+};
+
+static inline void ctx_bytes_of(const otel_thread_ctx *ctx, struct ctx_bytes *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = malloc_usable_size((void *)(uintptr_t)ctx);
+	ck_assert_uint_gt(out->size, 0);
+	ck_assert_uint_le(out->size, sizeof(out->bytes));
+	memcpy(out->bytes, ctx, out->size);
+}
+
+static inline int ctx_bytes_equal(const struct ctx_bytes *a, const struct ctx_bytes *b)
+{
+	return a->size == b->size && memcmp(a->bytes, b->bytes, a->size) == 0;
+}
+
+/* Does the record p lie anywhere inside ctx's heap block? */
+static inline int points_into_ctx(const void *p, const otel_thread_ctx *ctx)
+{
+	uintptr_t at = (uintptr_t)p, lo = (uintptr_t)ctx;
+	size_t size = malloc_usable_size((void *)(uintptr_t)ctx);
+
+	/* The record starts inside the block, or ends inside it. */
+	return (at >= lo && at < lo + size) ||
+	       (at < lo && at + sizeof(struct otel_thread_ctx_record) > lo);
 }
 
 #endif /* OTEL_TESTS_COMMON_H */

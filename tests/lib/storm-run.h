@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The signal storm (storm_run()), shared by the Check suite
- * (test-signal-storm.c) and the musl program: a writer thread commits
- * records (storm.h) by every path the API has, naming each commit before it
- * makes it, while another thread interrupts it with signals; the handler,
- * on the writer's thread, checks each sample of the slot against what the
- * writer committed last and what it is committing, and then runs every
- * async-signal-safe function on a context of its own with allocation
- * forbidden (counting-malloc.h, which a program running the storm links).
+ * (test-signal-storm.c) and the musl program: a writer thread publishes
+ * records (storm.h) by every path the API has, naming each publication
+ * before it makes it, while another thread interrupts it with signals; the
+ * handler, on the writer's thread, checks each sample of the slot (and what
+ * otel_thread_ctx_save() gives there) against what the writer published
+ * last and what it is publishing, and then runs every async-signal-safe
+ * function that does not publish on a few contexts of its own, with
+ * allocation and locks forbidden (counting-malloc.h, which a program running
+ * the storm links).
+ *
+ * The first publication of a thread is a path too: every few rounds the
+ * writer starts a new writer thread, which carries on from its first
+ * publication while the storm moves to it, and exits while it publishes.
  *
  * The API calls go through STORM_CALL() (storm.h); the slot is read as
  * STORM_SLOT.
@@ -17,6 +23,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,29 +42,59 @@
 /* --- The storm ----------------------------------------------------------- */
 
 /*
- * The commit paths the writer takes in turn.  Each names a window: from the
+ * The publication paths the writer takes.  Each names a window: from the
  * first call of the step to the return of its last, during which the
  * handler's samples count for that path.
  */
 enum storm_path {
-	STORM_UPDATE,           /* setters, then update of the attached context */
-	STORM_UPDATE_SPAN_ID,   /* update_span_id of the attached context */
-	STORM_UPDATE_ALL,       /* update_all of the attached context */
-	STORM_SET_ATTRS,        /* set_ids + set_attrs, then update */
-	STORM_UPDATE_ATTACH,    /* setters on another context, update_attach of it */
-	STORM_UPDATE_THEN_ATTACH, /* update of a detached context, then attach */
-	STORM_DETACH,           /* detach, setters, update_attach */
-	STORM_INVALIDATE,       /* invalidate, setters, update */
-	STORM_TRACE_FLAGS,      /* update_trace_flags of the attached context */
-	STORM_FROZEN,           /* freeze a new context, attach it, let it go */
+	STORM_FIRST,           /* a new thread's first publication: attach */
+	STORM_ATTACH,          /* setters on a context, attach(ctx, NULL) */
+	STORM_ATTACH_SAVED,    /* attach(ctx, saved): saved gets what was published */
+	STORM_SWAP,            /* attach(ctx, ctx) */
+	STORM_UPDATE,          /* set_ids + set_attrs on a context, update */
+	STORM_RESTORE,         /* update(saved): a saved record back */
+	STORM_RESTORE_NOTHING, /* update(saved) of a saved "nothing": unpublishes */
+	STORM_DETACH,          /* detach(saved), detach(NULL) */
+	STORM_UPDATE_SPAN_ID,  /* the thread's record, with a new span */
+	STORM_TRACE_FLAGS,     /* the thread's record, with new flags */
+	STORM_UPDATE_ALL,      /* a new record, published or not before */
 	STORM_PATHS
 };
 
 static const char *const storm_path_names[STORM_PATHS] = {
-	"update", "update_span_id", "update_all", "set_attrs+update", "update_attach",
-	"update+attach", "detach+update_attach", "invalidate+update", "update_trace_flags",
-	"freeze+attach",
+	"first publication", "attach", "attach(ctx, saved)", "attach(ctx, ctx)", "update",
+	"restore", "restore nothing", "detach", "update_span_id", "update_trace_flags",
+	"update_all",
 };
+
+/* The contexts of the writer: values, handed from one writer thread to the
+ * next. */
+enum storm_ctx { STORM_A, STORM_B, STORM_C, STORM_S1, STORM_S2, STORM_S3, STORM_CTXS, STORM_NO_CTX };
+
+/* One round of the writer: each step a path, with the context it publishes
+ * or saves into.  It starts and ends with nothing published. */
+static const struct storm_step {
+	int path;
+	int ctx;
+} storm_round[] = {
+	{ STORM_ATTACH, STORM_A },          /* from nothing (a new writer: STORM_FIRST) */
+	{ STORM_UPDATE_SPAN_ID, STORM_NO_CTX },
+	{ STORM_ATTACH_SAVED, STORM_S1 },    /* s1: a record */
+	{ STORM_TRACE_FLAGS, STORM_NO_CTX },
+	{ STORM_RESTORE, STORM_S1 },
+	{ STORM_UPDATE, STORM_A },
+	{ STORM_SWAP, STORM_C },
+	{ STORM_DETACH, STORM_S2 },          /* s2: a record */
+	{ STORM_RESTORE, STORM_S2 },         /* from nothing */
+	{ STORM_UPDATE_ALL, STORM_NO_CTX },
+	{ STORM_DETACH, STORM_NO_CTX },
+	{ STORM_UPDATE_ALL, STORM_NO_CTX },  /* from nothing */
+	{ STORM_DETACH, STORM_NO_CTX },
+	{ STORM_ATTACH_SAVED, STORM_S3 },    /* s3: nothing */
+	{ STORM_RESTORE_NOTHING, STORM_S3 },
+};
+
+#define STORM_ROUND_STEPS (sizeof(storm_round) / sizeof(storm_round[0]))
 
 /* What the slot may show: a record, or nothing. */
 struct storm_image {
@@ -67,32 +104,53 @@ struct storm_image {
 
 /* Samples in any window of a path before the storm may end. */
 #define STORM_WINDOW_SAMPLES 3u
-/* Frozen contexts the writer makes at most (about 300 bytes each). */
-#define STORM_FROZEN_MAX 100000u
-/* Commits before the storm may end (see storm_done()). */
+/* Publications before the storm may end (see storm_done()). */
 #define STORM_MIN_RECORDS 1000u
+/* A new writer thread every so many rounds.  Writer k is in
+ * writers[k % STORM_WRITER_RING]: the sender joins it before writer
+ * k + STORM_WRITER_RING is made there. */
+#define STORM_HANDOVER_ROUNDS 16u
+#define STORM_WRITER_RING 8u
+/* The writer's contexts of the small size: just big enough for the
+ * storm's records, so that both sizes of context take the paths. */
+#define STORM_SMALL_CAPACITY (24u + 98u + 7u)
 
 /*
- * The writer's state, which the handler reads on the same thread: what it
- * committed last (images[committed]) and, during a call that changes what
- * the thread publishes, what it commits (images[committing], else -1).  A
- * sample must match one of the two: never an older record, a draft, or a
- * mix.  The writer prepares an image in a third entry before it names it.
+ * The state of the storm.  The writer's part, which the handler reads on
+ * the same thread: what it published last (images[committed]) and, during
+ * a call that changes what the thread publishes, what it publishes
+ * (images[committing], else -1).  A sample must match one of the two: never
+ * an older record, a draft, or a mix.  The writer prepares an image in a
+ * third entry before it names it.
  */
 struct storm {
 	struct storm_image images[3];
 	int committed, committing, path;
+	/* What the writer's saved contexts should hold (its own checks). */
+	struct storm_image saved[STORM_CTXS];
+	otel_thread_ctx *ctx[STORM_CTXS];
+	/* Where the writer is: the step of its round, and the sequence. */
+	uint64_t step, n;
+	/* Writer threads: the storm signals writer number `writer`; the one
+	 * before it starts the next and exits, once `go` lets the next one
+	 * run.  The sender has joined the writers below `joined`. */
+	pthread_t writers[STORM_WRITER_RING];
+	unsigned int writer, writers_made, joined;
+	sem_t go;
 	/* Control, between the sender and the writer. */
 	int stop, done, rc;
 	uint64_t records;
-	/* Counted by the handler. */
-	unsigned long handled, null, ok, wrong, spare_calls;
+	char writer_what[200]; /* what the writer found wrong, when rc is -1 */
+	/* Counted by the handler: samples of the slot, and of save(). */
+	unsigned long handled, null, ok, wrong, spare_calls, saves_checked, saves_wrong;
 	unsigned long in_window[STORM_PATHS];
-	int spare_rc;         /* the first failure of the spare-context work */
+	int spare_rc;            /* the first failure of the spare-context work */
 	unsigned int spare_line; /* where it was found */
-	int alloc_checked;    /* the handler ran with allocation forbidden */
-	char wrong_what[200]; /* the first wrong sample, described */
-	otel_thread_ctx *spare;
+	int alloc_checked;       /* the handler ran with allocation forbidden */
+	char wrong_what[200];    /* the first wrong sample, described */
+	char save_what[200];     /* the first wrong save(), described */
+	/* The handler's own contexts. */
+	otel_thread_ctx *spare, *spare_copy, *spare_small, *spare_saved;
 	uint64_t spare_seq;
 };
 
@@ -133,37 +191,43 @@ static inline void storm_put_number(char *out, size_t cap, size_t *at, uint64_t 
 	storm_put(out, cap, at, digits);
 }
 
-/* Describes a wrong sample, once (async-signal-safe). */
-static inline void storm_describe(struct storm *s, const struct otel_thread_ctx_record *p)
+/* Describes a wrong sample into out[200], once (async-signal-safe).
+ * `how`: what gave it ("the slot", or "save"). */
+static inline void storm_describe(struct storm *s, char *out, const char *how,
+				  const struct otel_thread_ctx_record *p)
 {
+	const size_t cap = 200;
 	size_t at = 0;
-	uint64_t seq = 0, span;
+	uint64_t seq = 0;
 
-	if (s->wrong_what[0] != '\0')
+	if (out[0] != '\0')
 		return;
-	storm_put(s->wrong_what, sizeof(s->wrong_what), &at, "during ");
-	storm_put(s->wrong_what, sizeof(s->wrong_what), &at,
-		  s->path >= 0 ? storm_path_names[s->path] : "no call");
+	storm_put(out, cap, &at, "during ");
+	storm_put(out, cap, &at, s->path >= 0 ? storm_path_names[s->path] : "no call");
+	storm_put(out, cap, &at, ", ");
+	storm_put(out, cap, &at, how);
 	if (p == NULL) {
-		storm_put(s->wrong_what, sizeof(s->wrong_what), &at,
-			  ": the slot was NULL where a record was due");
+		storm_put(out, cap, &at, " showed nothing where a record was due");
 		return;
 	}
 	if (p->valid != 1) {
-		storm_put(s->wrong_what, sizeof(s->wrong_what), &at, ": a record with valid != 1");
+		storm_put(out, cap, &at, " showed a record with valid != 1");
 		return;
 	}
 	memcpy(&seq, p->trace_id, 8);
-	memcpy(&span, p->span_id, 8);
-	storm_put(s->wrong_what, sizeof(s->wrong_what), &at, ": a record of trace sequence ");
-	storm_put_number(s->wrong_what, sizeof(s->wrong_what), &at, seq);
-	storm_put(s->wrong_what, sizeof(s->wrong_what), &at,
-		  storm_classify(p, &seq) == STORM_READ_OK ? " (complete: an older or unfinished one)"
-							   : " (not the writer's)");
-	storm_put(s->wrong_what, sizeof(s->wrong_what), &at, "; committed sequence ");
-	memcpy(&seq, s->images[s->committed].rec.trace_id, 8);
-	storm_put_number(s->wrong_what, sizeof(s->wrong_what), &at,
-			 s->images[s->committed].null ? 0 : seq);
+	storm_put(out, cap, &at, " showed a record of sequence ");
+	storm_put_number(out, cap, &at, seq);
+	storm_put(out, cap, &at,
+		  storm_classify(p, &seq) == STORM_READ_OK ? " (whole: an older one)"
+							   : " (not a record the writer made whole)");
+	storm_put(out, cap, &at, "; published last: ");
+	if (s->images[s->committed].null) {
+		storm_put(out, cap, &at, "nothing");
+	} else {
+		memcpy(&seq, s->images[s->committed].rec.trace_id, 8);
+		storm_put(out, cap, &at, "sequence ");
+		storm_put_number(out, cap, &at, seq);
+	}
 }
 
 /* The attributes of record r as an array for set_attrs / update_all. */
@@ -194,13 +258,13 @@ static inline size_t storm_attrs_of(const struct otel_thread_ctx_record *r,
 		}                                                                      \
 	} while (0)
 
-/* committed(spare) is exactly `want`. */
-static inline int storm_spare_is(struct storm *s, const struct otel_thread_ctx_record *want)
+/* ctx holds exactly `want`, and get() writes nothing past it. */
+static inline int storm_holds(otel_thread_ctx *ctx, const struct otel_thread_ctx_record *want)
 {
 	struct otel_thread_ctx_record out;
 
 	memset(&out, 0xa5, sizeof(out));
-	if (STORM_CALL(otel_thread_ctx_committed)(s->spare, &out) != 0)
+	if (STORM_CALL(otel_thread_ctx_get)(ctx, &out) != 0)
 		return 0;
 	return memcmp(&out, want, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
 	       memcmp(out.attrs_data, want->attrs_data, want->attrs_data_size) == 0 &&
@@ -208,86 +272,99 @@ static inline int storm_spare_is(struct storm *s, const struct otel_thread_ctx_r
 		out.attrs_data[want->attrs_data_size] == 0xa5);
 }
 
-/*
- * In the handler: every function documented as async-signal-safe that may
- * run there, on a context of the handler's own (attached nowhere), each
- * result checked.  Not the writer's attachment: a handler must not change
- * the interrupted thread's.
- */
-static inline void storm_spare_work(struct storm *s, const struct otel_thread_ctx_record *sample)
+/* ctx holds what image m shows (a record, or nothing). */
+static inline int storm_holds_image(otel_thread_ctx *ctx, const struct storm_image *m)
 {
-	struct otel_thread_ctx_record want, empty, got;
-	struct otel_thread_ctx_attr attrs[4];
+	struct otel_thread_ctx_record out;
+
+	if (m->null)
+		return STORM_CALL(otel_thread_ctx_get)(ctx, &out) == OTEL_THREAD_CTX_ENOCTX;
+	return storm_holds(ctx, &m->rec);
+}
+
+/*
+ * In the handler: every function documented as async-signal-safe that does
+ * not publish, on contexts of the handler's own, each result checked; and
+ * save(), which must give what the slot may show.  Never a call that
+ * publishes: a handler must not publish on the thread it interrupted.
+ */
+static inline void storm_spare_work(struct storm *s, const struct otel_thread_ctx_record *sample,
+				    const struct storm_image *was, const struct storm_image *next)
+{
+	struct otel_thread_ctx_record want, empty, got, small_had;
+	struct otel_thread_ctx_attr attrs[5];
 	struct otel_thread_ctx_attr_iter it;
 	struct otel_thread_ctx_attr a;
 	uint64_t n = s->spare_seq += 3;
 	uint8_t span[8];
-	size_t na, seen;
+	uint64_t span_n = storm_span_of(n + 7);
+	unsigned int seen, index;
+	size_t na;
 	int rc;
 
 	s->spare_calls++;
-	/* The setters, update, committed. */
+	/* save: what the thread publishes, the whole of what it published
+	 * last or of what it is publishing; nothing else. */
+	rc = STORM_CALL(otel_thread_ctx_save)(s->spare_saved);
+	STORM_SPARE_CHECK(s, rc == 0, rc);
+	if (!storm_holds_image(s->spare_saved, was) &&
+	    !(next != NULL && storm_holds_image(s->spare_saved, next))) {
+		s->saves_wrong++;
+		rc = STORM_CALL(otel_thread_ctx_get)(s->spare_saved, &got);
+		storm_describe(s, s->save_what, "save", rc == 0 ? &got : NULL);
+	}
+	s->saves_checked++;
+	/* The setters, record n. */
 	rc = storm_write_draft(s->spare, n);
 	STORM_SPARE_CHECK(s, rc == 0, rc);
-	rc = STORM_CALL(otel_thread_ctx_update)(s->spare);
-	STORM_SPARE_CHECK(s, rc == 0, rc);
 	storm_expected(n, &want);
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
-	/* update_span_id, update_trace_flags. */
-	memset(span, 0x5a, sizeof(span));
-	rc = STORM_CALL(otel_thread_ctx_update_span_id)(s->spare, span);
+	STORM_SPARE_CHECK(s, storm_holds(s->spare, &want), 0);
+	memcpy(span, &span_n, 8);
+	rc = STORM_CALL(otel_thread_ctx_set_span_id)(s->spare, span);
 	STORM_SPARE_CHECK(s, rc == 0, rc);
 	memcpy(want.span_id, span, 8);
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
-	rc = STORM_CALL(otel_thread_ctx_update_trace_flags)(s->spare, (uint8_t)(want.trace_flags ^ 1));
+	rc = STORM_CALL(otel_thread_ctx_set_trace_flags)(s->spare, (uint8_t)(want.trace_flags ^ 1));
 	STORM_SPARE_CHECK(s, rc == 0, rc);
 	want.trace_flags ^= 1;
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
-	/* set_ids + set_attrs, update. */
+	STORM_SPARE_CHECK(s, storm_holds(s->spare, &want), 0);
+	/* set_ids + set_attrs; a refused set_attrs changes nothing. */
 	storm_expected(n + 1, &want);
 	na = storm_attrs_of(&want, attrs);
 	rc = STORM_CALL(otel_thread_ctx_set_ids)(s->spare, want.trace_id, want.span_id,
 						 want.trace_flags);
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_set_attrs)(s->spare, attrs, na);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_update)(s->spare);
 	STORM_SPARE_CHECK(s, rc == 0, rc);
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
-	/* update_all; a refused one changes nothing. */
-	storm_expected(n + 2, &want);
-	na = storm_attrs_of(&want, attrs);
-	rc = STORM_CALL(otel_thread_ctx_update_all)(s->spare, want.trace_id, want.span_id,
-						    want.trace_flags, attrs, na);
-	STORM_SPARE_CHECK(s, rc == 0, rc);
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
+	STORM_SPARE_CHECK(s, storm_holds(s->spare, &want), 0);
 	attrs[na] = attrs[0]; /* a duplicate key */
-	rc = STORM_CALL(otel_thread_ctx_update_all)(s->spare, want.trace_id, want.span_id,
-						    want.trace_flags, attrs, na + 1);
+	rc = STORM_CALL(otel_thread_ctx_set_attrs)(s->spare, attrs, na + 1);
 	STORM_SPARE_CHECK(s, rc == OTEL_THREAD_CTX_EDUPKEY, rc);
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
-	/* invalidate keeps what was committed. */
-	rc = STORM_CALL(otel_thread_ctx_invalidate)(s->spare);
+	STORM_SPARE_CHECK(s, storm_holds(s->spare, &want), 0);
+	/* copy, and a copy into a context too small for it, refused. */
+	rc = STORM_CALL(otel_thread_ctx_copy)(s->spare_copy, s->spare);
 	STORM_SPARE_CHECK(s, rc == 0, rc);
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &want), 0);
+	STORM_SPARE_CHECK(s, storm_holds(s->spare_copy, &want), 0);
+	rc = STORM_CALL(otel_thread_ctx_get)(s->spare_small, &small_had);
+	STORM_SPARE_CHECK(s, rc == 0, rc);
+	rc = STORM_CALL(otel_thread_ctx_copy)(s->spare_small, s->spare);
+	STORM_SPARE_CHECK(s, rc == OTEL_THREAD_CTX_ENOSPC, rc);
+	STORM_SPARE_CHECK(s, storm_holds(s->spare_small, &small_had), 0);
 	/* The other setters, down to an empty record. */
-	rc = STORM_CALL(otel_thread_ctx_set_span_id)(s->spare, span);
+	rc = STORM_CALL(otel_thread_ctx_remove_attr)(s->spare, STORM_KEY_SEQ);
 	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_set_trace_flags)(s->spare, 0);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_remove_attr)(s->spare, STORM_KEY_SEQ);
+		rc = STORM_CALL(otel_thread_ctx_set_attr)(s->spare, STORM_KEY_EXTRA, "x", 1);
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_clear_attrs)(s->spare);
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_clear_ids)(s->spare);
 	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_clear)(s->spare);
+		rc = STORM_CALL(otel_thread_ctx_set_attr)(s->spare, STORM_KEY_PAD, "y", 1);
 	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_update)(s->spare);
+		rc = STORM_CALL(otel_thread_ctx_clear)(s->spare);
 	STORM_SPARE_CHECK(s, rc == 0, rc);
 	memset(&empty, 0, sizeof(empty));
 	empty.valid = 1;
-	STORM_SPARE_CHECK(s, storm_spare_is(s, &empty), 0);
+	STORM_SPARE_CHECK(s, storm_holds(s->spare, &empty), 0);
 	/* The readers, on what this thread publishes and on a record. */
 	rc = STORM_CALL(otel_thread_ctx_read)(&got);
 	if (sample == NULL)
@@ -297,6 +374,9 @@ static inline void storm_spare_work(struct storm *s, const struct otel_thread_ct
 					     memcmp(got.attrs_data, sample->attrs_data,
 						    got.attrs_data_size) == 0, rc);
 	storm_expected(n, &want);
+	memset(&got, 0, sizeof(got));
+	rc = STORM_CALL(otel_thread_ctx_record_decode)(&want, sizeof(want), &got);
+	STORM_SPARE_CHECK(s, rc == 0 && memcmp(&got, &want, 28 + want.attrs_data_size) == 0, rc);
 	seen = 0;
 	STORM_CALL(otel_thread_ctx_attr_iter_init_map)(&it, &want, 256);
 	while (STORM_CALL(otel_thread_ctx_attr_iter_next)(&it, &a))
@@ -305,9 +385,11 @@ static inline void storm_spare_work(struct storm *s, const struct otel_thread_ct
 	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_record_attr)(&want, STORM_KEY_SEQ, &a) == 1 &&
 				     a.len == want.attrs_data[1] &&
 				     memcmp(a.value, want.attrs_data + 2, a.len) == 0, 0);
-	(void)STORM_CALL(otel_thread_ctx_key_count)();
-	(void)STORM_CALL(otel_thread_ctx_key_name)(0);
-	(void)STORM_CALL(otel_thread_ctx_current)();
+	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_key_count)() > STORM_KEY_EXTRA, 0);
+	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_key_name)(STORM_KEY_SEQ) != NULL, 0);
+	rc = STORM_CALL(otel_thread_ctx_key_find)(STORM_CALL(otel_thread_ctx_key_name)(STORM_KEY_SEQ),
+						  &index);
+	STORM_SPARE_CHECK(s, rc == 0 && index == STORM_KEY_SEQ, rc);
 }
 
 static struct storm *storm_active;
@@ -334,10 +416,10 @@ static inline void storm_on_signal(int sig)
 			__atomic_store_n(&s->in_window[path], s->in_window[path] + 1, __ATOMIC_RELAXED);
 	} else {
 		s->wrong++;
-		storm_describe(s, p);
+		storm_describe(s, s->wrong_what, "the slot", p);
 	}
 	s->alloc_checked = counting_malloc_forbid(1);
-	storm_spare_work(s, p);
+	storm_spare_work(s, p, was, next);
 	counting_malloc_forbid(0);
 	errno = saved_errno;
 }
@@ -345,7 +427,7 @@ static inline void storm_on_signal(int sig)
 /* Between the writer's steps: the handler sees each store as made. */
 #define STORM_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
-/* The writer names what its next call commits: a record, or NULL. */
+/* The writer names what its next call publishes: a record, or NULL. */
 static inline void storm_expect(struct storm *s, int path,
 				const struct otel_thread_ctx_record *rec)
 {
@@ -362,6 +444,12 @@ static inline void storm_expect(struct storm *s, int path,
 	STORM_FENCE();
 }
 
+/* The same, with an image. */
+static inline void storm_expect_image(struct storm *s, int path, const struct storm_image *m)
+{
+	storm_expect(s, path, m->null ? NULL : &m->rec);
+}
+
 /* A step of `path` starts that does not change what the thread publishes
  * until storm_expect(). */
 static inline void storm_begin(struct storm *s, int path)
@@ -371,7 +459,7 @@ static inline void storm_begin(struct storm *s, int path)
 	STORM_FENCE();
 }
 
-/* The call returned: what it committed is what the thread publishes. */
+/* The call returned: what it published is what the thread publishes. */
 static inline void storm_committed(struct storm *s)
 {
 	STORM_FENCE();
@@ -389,15 +477,14 @@ static inline void storm_end(struct storm *s)
 	STORM_FENCE();
 }
 
-/* The record the writer's attached context commits when only fields
- * change: the committed one, edited by the caller. */
-static inline struct otel_thread_ctx_record storm_now(const struct storm *s)
+/* What the thread publishes, as the writer named it last. */
+static inline struct storm_image storm_now(const struct storm *s)
 {
-	return s->images[s->committed].rec;
+	return s->images[s->committed];
 }
 
-/* Writes record n into ctx's draft, and names it as what `path` commits
- * next (r: the record). */
+/* Writes record n into ctx, and names it as what `path` publishes next
+ * (r: the record). */
 static inline int storm_draft(struct storm *s, int path, otel_thread_ctx *ctx, uint64_t n,
 			      struct otel_thread_ctx_record *r)
 {
@@ -408,169 +495,181 @@ static inline int storm_draft(struct storm *s, int path, otel_thread_ctx *ctx, u
 	return rc;
 }
 
-/*
- * The writer thread: commits a new record by each path in turn until
- * s->stop, naming each commit before it makes it.  `cur` is the context
- * attached; `other` one of the writer's own, detached (created with a
- * capacity just big enough for the storm's records, so that both sizes of
- * context take every path).  Leaves the thread detached and its contexts
- * destroyed.
- */
-static inline void *storm_writer(void *arg)
+/* The writer's own check of a saved context: -1 with the reason. */
+static inline int storm_writer_check(struct storm *s, otel_thread_ctx *ctx,
+				     const struct storm_image *m, const char *what)
 {
-	struct storm *s = arg;
-	struct otel_thread_ctx_options small = OTEL_THREAD_CTX_OPTIONS_INIT;
+	if (storm_holds_image(ctx, m))
+		return 0;
+	snprintf(s->writer_what, sizeof(s->writer_what), "%s: the saved context does not hold what "
+		 "the thread published before (%s)", what, m->null ? "nothing" : "a record");
+	return -1;
+}
+
+/* One step of the round: a publication by `path`, named before it is made. */
+static inline int storm_take_step(struct storm *s, int path, int which, uint64_t n)
+{
+	otel_thread_ctx *ctx = which != STORM_NO_CTX ? s->ctx[which] : NULL;
 	struct otel_thread_ctx_record r;
 	struct otel_thread_ctx_attr attrs[4];
-	otel_thread_ctx *cur = NULL, *other = NULL, *prev, *frozen;
-	uint64_t n = 1, step = 0, frozen_made = 0;
+	struct storm_image before = storm_now(s), img;
 	size_t na;
-	int rc;
+	int rc = 0;
 
-	small.attrs_capacity = 24 + 98 + 7;
-	rc = STORM_CALL(otel_thread_ctx_create)(&cur);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_create_with)(&other, &small);
-	if (rc == 0)
-		rc = storm_draft(s, STORM_UPDATE_ATTACH, cur, n, &r);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
+	storm_begin(s, path);
+	switch (path) {
+	case STORM_FIRST:
+	case STORM_ATTACH:
+		rc = storm_draft(s, path, ctx, n, &r);
+		if (rc == 0)
+			rc = STORM_CALL(otel_thread_ctx_attach)(ctx, NULL);
+		break;
+	case STORM_ATTACH_SAVED:
+		rc = storm_draft(s, path, s->ctx[STORM_B], n, &r);
+		if (rc == 0)
+			rc = STORM_CALL(otel_thread_ctx_attach)(s->ctx[STORM_B], ctx);
+		s->saved[which] = before;
+		if (rc == 0)
+			rc = storm_writer_check(s, ctx, &before, "attach(ctx, saved)");
+		break;
+	case STORM_SWAP:
+		rc = storm_draft(s, path, ctx, n, &r);
+		if (rc == 0)
+			rc = STORM_CALL(otel_thread_ctx_attach)(ctx, ctx);
+		if (rc == 0)
+			rc = storm_writer_check(s, ctx, &before, "attach(ctx, ctx)");
+		break;
+	case STORM_UPDATE:
+		storm_expected(n, &r);
+		na = storm_attrs_of(&r, attrs);
+		rc = STORM_CALL(otel_thread_ctx_set_ids)(ctx, r.trace_id, r.span_id, r.trace_flags);
+		if (rc == 0)
+			rc = STORM_CALL(otel_thread_ctx_set_attrs)(ctx, attrs, na);
+		storm_expect(s, path, &r);
+		if (rc == 0)
+			rc = STORM_CALL(otel_thread_ctx_update)(ctx);
+		break;
+	case STORM_RESTORE:
+	case STORM_RESTORE_NOTHING:
+		img = s->saved[which];
+		storm_expect_image(s, path, &img);
+		rc = STORM_CALL(otel_thread_ctx_update)(ctx);
+		break;
+	case STORM_DETACH:
+		storm_expect(s, path, NULL);
+		rc = STORM_CALL(otel_thread_ctx_detach)(ctx);
+		if (ctx != NULL) {
+			s->saved[which] = before;
+			if (rc == 0)
+				rc = storm_writer_check(s, ctx, &before, "detach(saved)");
+		}
+		break;
+	case STORM_UPDATE_SPAN_ID: {
+		uint64_t span = storm_span_of(n);
+
+		r = before.rec;
+		memcpy(r.span_id, &span, 8);
+		storm_expect(s, path, &r);
+		rc = STORM_CALL(otel_thread_ctx_update_span_id)(r.span_id);
+		break;
+	}
+	case STORM_TRACE_FLAGS:
+		r = before.rec;
+		r.trace_flags ^= 1;
+		storm_expect(s, path, &r);
+		rc = STORM_CALL(otel_thread_ctx_update_trace_flags)(r.trace_flags);
+		break;
+	case STORM_UPDATE_ALL:
+		storm_expected(n, &r);
+		na = storm_attrs_of(&r, attrs);
+		storm_expect(s, path, &r);
+		rc = STORM_CALL(otel_thread_ctx_update_all)(r.trace_id, r.span_id, r.trace_flags,
+							    attrs, na);
+		break;
+	}
 	storm_committed(s);
 	storm_end(s);
+	return rc;
+}
+
+static void *storm_writer_main(void *arg);
+
+/*
+ * The storm moves to a new writer thread, which carries on with the next
+ * step, its first publication; this one publishes once more and exits
+ * while it publishes.  Returns 1 when it handed over, 0 when it goes on
+ * itself.
+ */
+static inline int storm_hand_over(struct storm *s, uint64_t n)
+{
+	unsigned int next = s->writers_made;
+	struct otel_thread_ctx_record r;
+	sigset_t block;
+	int rc;
+
+	/* The writer that had this entry of the ring is joined. */
+	if (__atomic_load_n(&s->joined, __ATOMIC_ACQUIRE) + STORM_WRITER_RING <= next)
+		return 0; /* not yet: this one goes on */
+	if (pthread_create(&s->writers[next % STORM_WRITER_RING], NULL, storm_writer_main, s) != 0)
+		return 0;
+	__atomic_store_n(&s->writers_made, next + 1, __ATOMIC_RELEASE);
+	/* No more samples here: the images are the next writer's from now
+	 * on (nothing published, as here now). */
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+	storm_expected(n, &r);
+	rc = STORM_CALL(otel_thread_ctx_update_all)(r.trace_id, r.span_id, r.trace_flags, NULL, 0);
+	if (rc != 0) {
+		/* The next writer stops at once, and reports this. */
+		s->rc = rc;
+		__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&s->writer, next, __ATOMIC_RELEASE);
+	sem_post(&s->go);
+	return 1;
+}
+
+/*
+ * A writer thread: publishes by each step of the round in turn until
+ * s->stop, naming each publication before it makes it.  Its first step
+ * is its first publication.  Every STORM_HANDOVER_ROUNDS rounds it hands
+ * the storm over to a new writer thread and exits.  The last one detaches
+ * and reports.
+ */
+static void *storm_writer_main(void *arg)
+{
+	struct storm *s = arg;
+	int rc = 0, first = 1;
+
+	while (sem_wait(&s->go) != 0 && errno == EINTR)
+		;
 	while (rc == 0 && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
-		/* A frozen context is a new allocation each time, which the
-		 * counting allocator never reuses: one round in 16, and at
-		 * most STORM_FROZEN_MAX in all. */
-		int path = (int)(step++ % (STORM_PATHS - 1));
+		const struct storm_step *st = &storm_round[s->step % STORM_ROUND_STEPS];
+		int path = first ? STORM_FIRST : st->path;
 
-		if (step % 16 == 0 && frozen_made < STORM_FROZEN_MAX) {
-			path = STORM_FROZEN;
-			frozen_made++;
-		}
-
-		n++;
-		__atomic_store_n(&s->records, n, __ATOMIC_RELAXED);
-		storm_begin(s, path);
-		switch (path) {
-		case STORM_UPDATE:
-			rc = storm_draft(s, path, cur, n, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update)(cur);
-			break;
-		case STORM_UPDATE_SPAN_ID: {
-			uint64_t span = storm_span_of(n);
-
-			r = storm_now(s);
-			memcpy(r.span_id, &span, 8);
-			storm_expect(s, path, &r);
-			rc = STORM_CALL(otel_thread_ctx_update_span_id)(cur, r.span_id);
-			break;
-		}
-		case STORM_UPDATE_ALL:
-			storm_expected(n, &r);
-			na = storm_attrs_of(&r, attrs);
-			storm_expect(s, path, &r);
-			rc = STORM_CALL(otel_thread_ctx_update_all)(cur, r.trace_id, r.span_id,
-								    r.trace_flags, attrs, na);
-			break;
-		case STORM_SET_ATTRS:
-			storm_expected(n, &r);
-			na = storm_attrs_of(&r, attrs);
-			rc = STORM_CALL(otel_thread_ctx_set_ids)(cur, r.trace_id, r.span_id,
-								 r.trace_flags);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_set_attrs)(cur, attrs, na);
-			storm_expect(s, path, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update)(cur);
-			break;
-		case STORM_UPDATE_ATTACH:
-			rc = storm_draft(s, path, other, n, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update_attach)(other, &prev);
-			if (rc == 0)
-				other = prev, cur = STORM_CALL(otel_thread_ctx_current)();
-			break;
-		case STORM_UPDATE_THEN_ATTACH:
-			rc = storm_write_draft(other, n);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update)(other);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_attach)(other, &prev);
-			if (rc == 0)
-				other = prev, cur = STORM_CALL(otel_thread_ctx_current)();
-			break;
-		case STORM_DETACH:
-			storm_expect(s, path, NULL);
-			rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
-			storm_committed(s);
-			if (rc == 0)
-				rc = storm_draft(s, path, cur, n, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
-			break;
-		case STORM_INVALIDATE:
-			storm_expect(s, path, NULL);
-			rc = STORM_CALL(otel_thread_ctx_invalidate)(cur);
-			storm_committed(s);
-			if (rc == 0)
-				rc = storm_draft(s, path, cur, n, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update)(cur);
-			break;
-		case STORM_TRACE_FLAGS:
-			r = storm_now(s);
-			r.trace_flags ^= 1;
-			storm_expect(s, path, &r);
-			rc = STORM_CALL(otel_thread_ctx_update_trace_flags)(cur, r.trace_flags);
-			break;
-		case STORM_FROZEN:
-			/* A new context, frozen and attached in place of cur,
-			 * then given up: the thread's reference goes when cur
-			 * is attached again, and the context with it. */
-			rc = STORM_CALL(otel_thread_ctx_create_with)(&frozen, &small);
-			if (rc != 0)
-				break;
-			rc = storm_write_draft(frozen, n);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_freeze)(frozen);
-			storm_expected(n, &r);
-			storm_expect(s, path, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_attach)(frozen, &prev);
-			storm_committed(s);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_destroy)(frozen);
-			if (rc != 0)
-				break;
-			n++;
-			rc = storm_draft(s, path, cur, n, &r);
-			if (rc == 0)
-				rc = STORM_CALL(otel_thread_ctx_update_attach)(cur, &prev);
-			break;
-		}
-		storm_committed(s);
-		storm_end(s);
+		first = 0;
+		s->n++;
+		__atomic_store_n(&s->records, s->n, __ATOMIC_RELAXED);
+		rc = storm_take_step(s, path, st->ctx, s->n);
+		s->step++;
+		if (rc == 0 && s->step % (STORM_ROUND_STEPS * STORM_HANDOVER_ROUNDS) == 0 &&
+		    !__atomic_load_n(&s->stop, __ATOMIC_RELAXED) && storm_hand_over(s, ++s->n))
+			return NULL;
 	}
 	storm_expect(s, -1, NULL);
 	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_detach)(&prev);
+		rc = STORM_CALL(otel_thread_ctx_detach)(NULL);
 	storm_committed(s);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_destroy)(cur);
-	if (rc == 0)
-		rc = STORM_CALL(otel_thread_ctx_destroy)(other);
-	__atomic_store_n(&s->records, n, __ATOMIC_RELAXED);
-	s->rc = rc;
+	if (rc != 0)
+		s->rc = rc;
 	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-/* Whether the sender may stop: `want` samples, enough commits, and every
- * path sampled inside its window; or the writer stopped by itself (on an
- * error, which the test then reports). */
+/* Whether the sender may stop: `want` samples, enough publications, and
+ * every path sampled inside its window; or the writer stopped by itself (on
+ * an error, which the test then reports). */
 static inline int storm_done(const struct storm *s, unsigned long want)
 {
 	if (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
@@ -593,27 +692,65 @@ static inline double storm_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static inline int storm_create(otel_thread_ctx **ctx, unsigned int capacity)
+{
+	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+
+	o.attrs_capacity = capacity;
+	return STORM_CALL(otel_thread_ctx_create_with)(ctx, &o);
+}
+
+static inline void storm_destroy_all(struct storm *s)
+{
+	for (int i = 0; i < STORM_CTXS; i++)
+		STORM_CALL(otel_thread_ctx_destroy)(s->ctx[i]);
+	STORM_CALL(otel_thread_ctx_destroy)(s->spare);
+	STORM_CALL(otel_thread_ctx_destroy)(s->spare_copy);
+	STORM_CALL(otel_thread_ctx_destroy)(s->spare_small);
+	STORM_CALL(otel_thread_ctx_destroy)(s->spare_saved);
+}
+
 /*
- * The storm: starts the writer, interrupts it with SIGUSR1 until
- * storm_done() or `limit_s` seconds, then stops it.  The spare context the
- * handler works on is created here.  Returns 0, or -1 when the storm could
- * not be set up (what failed is in s->wrong_what).
+ * The storm: starts the first writer, interrupts whichever writer is
+ * current with SIGUSR1 until storm_done() or `limit_s` seconds, then stops
+ * it.  The contexts the writers and the handler work on are created here.
+ * Returns 0, or -1 when the storm could not be set up (what failed is in
+ * s->wrong_what).
  */
 static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 {
+	static const unsigned int capacities[STORM_CTXS] = {
+		[STORM_A] = OTEL_THREAD_CTX_ATTRS_MAX, [STORM_B] = STORM_SMALL_CAPACITY,
+		[STORM_C] = STORM_SMALL_CAPACITY,     [STORM_S1] = OTEL_THREAD_CTX_ATTRS_MAX,
+		[STORM_S2] = STORM_SMALL_CAPACITY,    [STORM_S3] = OTEL_THREAD_CTX_ATTRS_MAX,
+	};
 	struct sigaction sa;
 	unsigned long sent = 0;
-	pthread_t t;
+	unsigned int current = 0;
 	double start;
+	int rc = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->committed = 0;
 	s->images[0].null = 1;
 	s->committing = s->path = -1;
-	s->rc = -1;
+	s->rc = 0;
 	s->spare_seq = UINT64_C(1) << 40;
-	if (STORM_CALL(otel_thread_ctx_create)(&s->spare) != 0) {
-		snprintf(s->wrong_what, sizeof(s->wrong_what), "cannot create the spare context");
+	for (int i = 0; i < STORM_CTXS && rc == 0; i++)
+		rc = storm_create(&s->ctx[i], capacities[i]);
+	if (rc == 0)
+		rc = storm_create(&s->spare, OTEL_THREAD_CTX_ATTRS_MAX);
+	if (rc == 0)
+		rc = storm_create(&s->spare_copy, OTEL_THREAD_CTX_ATTRS_MAX);
+	if (rc == 0)
+		rc = storm_create(&s->spare_saved, OTEL_THREAD_CTX_ATTRS_MAX);
+	if (rc == 0)
+		rc = storm_create(&s->spare_small, 4);
+	if (rc == 0)
+		rc = STORM_CALL(otel_thread_ctx_set_attr)(s->spare_small, 1, "ab", 2);
+	if (rc != 0) {
+		snprintf(s->wrong_what, sizeof(s->wrong_what), "cannot create the contexts");
+		storm_destroy_all(s);
 		return -1;
 	}
 	/* The handler's otel_thread_ctx_record_attr() finds only keys the
@@ -625,6 +762,7 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 		snprintf(name, sizeof(name), "storm.key.%u", STORM_CALL(otel_thread_ctx_key_count)());
 		if (STORM_CALL(otel_thread_ctx_key_register)(name, &idx) != 0) {
 			snprintf(s->wrong_what, sizeof(s->wrong_what), "cannot register keys");
+			storm_destroy_all(s);
 			return -1;
 		}
 	}
@@ -633,45 +771,85 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 	sa.sa_handler = storm_on_signal;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGUSR1, &sa, NULL) != 0 ||
-	    pthread_create(&t, NULL, storm_writer, s) != 0) {
+	if (sem_init(&s->go, 0, 0) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0 ||
+	    pthread_create(&s->writers[0], NULL, storm_writer_main, s) != 0) {
 		snprintf(s->wrong_what, sizeof(s->wrong_what), "cannot start the storm");
+		storm_destroy_all(s);
 		return -1;
 	}
+	s->writers_made = 1;
+	sem_post(&s->go);
 	start = storm_now_s();
 	while (!storm_done(s, want) && storm_now_s() - start <= limit_s) {
-		if (pthread_kill(t, SIGUSR1) != 0)
-			break;
+		unsigned int w = __atomic_load_n(&s->writer, __ATOMIC_ACQUIRE);
+
+		/* A writer that handed over has exited, or is about to: the
+		 * ones before the last are joined here, never signalled. */
+		if (w != current) {
+			while (s->joined + 1 < w) {
+				pthread_join(s->writers[s->joined % STORM_WRITER_RING], NULL);
+				__atomic_store_n(&s->joined, s->joined + 1, __ATOMIC_RELEASE);
+			}
+			current = w;
+		}
+		/* The current writer may be exiting: ESRCH is no error. */
+		(void)pthread_kill(s->writers[current % STORM_WRITER_RING], SIGUSR1);
 		sent++;
 	}
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
-	pthread_join(t, NULL);
+	/* Every writer ends: the last one (which may still hand over to
+	 * one that stops at once) reports. */
+	while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
+		struct timespec pause = { 0, 1000000 };
+
+		nanosleep(&pause, NULL);
+	}
+	while (s->joined < __atomic_load_n(&s->writers_made, __ATOMIC_ACQUIRE)) {
+		pthread_join(s->writers[s->joined % STORM_WRITER_RING], NULL);
+		__atomic_store_n(&s->joined, s->joined + 1, __ATOMIC_RELEASE);
+	}
 	signal(SIGUSR1, SIG_DFL);
-	STORM_CALL(otel_thread_ctx_destroy)(s->spare);
+	sem_destroy(&s->go);
+	storm_destroy_all(s);
 	printf("signal-storm: %lu signals sent, %lu handled: %lu records, %lu empty as due, "
-	       "%lu wrong; %llu commits; samples inside each path's calls:",
-	       sent, s->handled, s->ok, s->null, s->wrong, (unsigned long long)s->records);
+	       "%lu wrong; %llu publications by %u writer threads; save() %lu times, %lu wrong; "
+	       "samples inside each path's calls:",
+	       sent, s->handled, s->ok, s->null, s->wrong, (unsigned long long)s->records,
+	       s->writers_made, s->saves_checked, s->saves_wrong);
 	for (int i = 0; i < STORM_PATHS; i++)
-		printf(" %s %lu", storm_path_names[i], s->in_window[i]);
-	printf("; the handler's own work %lu times, allocation %s\n", s->spare_calls,
+		printf(" %s %lu;", storm_path_names[i], s->in_window[i]);
+	printf(" the handler's own work %lu times, allocation and locks %s\n", s->spare_calls,
 	       s->alloc_checked ? "forbidden (counting allocator)" :
 				  "not checked (another allocator is in use)");
+	fflush(stdout);
 	return 0;
 }
 
-/* The storm's verdict: 0, or 1 with the reason in why. */
-static inline int storm_failed(const struct storm *s, char *why, size_t cap)
+/* What a verdict looks at. */
+#define STORM_CHECK_SLOT 1 /* the slot, the handler's own work, the writer, coverage */
+#define STORM_CHECK_SAVE 2 /* what save() gives in the handler */
+#define STORM_CHECK_ALL (STORM_CHECK_SLOT | STORM_CHECK_SAVE)
+
+/* The storm's verdict on `what`: 0, or 1 with the reason in why. */
+static inline int storm_verdict(const struct storm *s, int what, char *why, size_t cap)
 {
-	if (s->rc != 0)
+	if (s->rc == -1)
+		snprintf(why, cap, "the writer failed: %s", s->writer_what);
+	else if (s->rc != 0)
 		snprintf(why, cap, "the writer failed: %s", otel_thread_ctx_strerror(s->rc));
-	else if (s->wrong != 0)
-		snprintf(why, cap, "%lu samples were neither the committed record nor the one "
-			 "being committed; first: %s", s->wrong, s->wrong_what);
-	else if (s->spare_rc != 0)
+	else if ((what & STORM_CHECK_SLOT) && s->wrong != 0)
+		snprintf(why, cap, "%lu samples neither the last record nor the next; first: %s",
+			 s->wrong, s->wrong_what);
+	else if ((what & STORM_CHECK_SAVE) && s->saves_wrong != 0)
+		snprintf(why, cap, "%lu of %lu save() calls in the handler neither the last record "
+			 "nor the next; first: %s", s->saves_wrong, s->saves_checked, s->save_what);
+	else if ((what & STORM_CHECK_SAVE) && s->saves_checked == 0)
+		snprintf(why, cap, "save() was never called in the handler");
+	else if ((what & STORM_CHECK_SLOT) && s->spare_rc != 0)
 		snprintf(why, cap, "the handler's own work failed at storm-run.h:%u (%d)", s->spare_line,
 			 s->spare_rc);
 	else if (s->records <= STORM_MIN_RECORDS)
-		snprintf(why, cap, "only %llu commits", (unsigned long long)s->records);
+		snprintf(why, cap, "only %llu publications", (unsigned long long)s->records);
 	else {
 		for (int i = 0; i < STORM_PATHS; i++) {
 			if (s->in_window[i] < STORM_WINDOW_SAMPLES) {
@@ -683,6 +861,12 @@ static inline int storm_failed(const struct storm *s, char *why, size_t cap)
 		return 0;
 	}
 	return 1;
+}
+
+/* The whole verdict: 0, or 1 with the reason in why. */
+static inline int storm_failed(const struct storm *s, char *why, size_t cap)
+{
+	return storm_verdict(s, STORM_CHECK_ALL, why, cap);
 }
 
 #endif /* OTEL_TESTS_STORM_RUN_H */

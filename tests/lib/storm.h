@@ -84,8 +84,9 @@ static inline void storm_expected(uint64_t n, struct otel_thread_ctx_record *r)
 	r->attrs_data_size = (uint16_t)at;
 }
 
-/* The same record, through the API, as the draft of ctx (whatever the draft
- * held before).  Returns the first error. */
+/* The same record, through the setters, into ctx (whatever it held
+ * before): what a thread that attaches ctx then publishes.  Returns the
+ * first error. */
 static inline int storm_write_draft(otel_thread_ctx *ctx, uint64_t n)
 {
 	struct otel_thread_ctx_record r;
