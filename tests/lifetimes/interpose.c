@@ -6,7 +6,8 @@
  * in effect, followed in that module's TLS by thread-locals of its own
  * (sentinels).  The library must publish its records in that slot, which is
  * where readers look, and never write past its 8 bytes: on the main thread
- * through attach (with and without `saved`), update, update_span_id,
+ * through attach (with and without `saved`, refused when `saved` is too
+ * small), update, update_span_id,
  * update_trace_flags, update_all, save, detach, the attach of a saved
  * "nothing published", and the destruction of the context a copy of which
  * is published; and on threads that exit while they publish, checked after
@@ -151,6 +152,24 @@ int main(int argc, char **argv)
 	CHECK_SENTINELS("update_all");
 	CHECK_OK(otel_thread_ctx_save(other));
 	CHECK_SENTINELS("save");
+	/* A saved too small for what the thread publishes: refused, and the
+	 * slot stays as it was. */
+	{
+		struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+		otel_thread_ctx *small;
+
+		r = in_slot();
+		o.attrs_capacity = 4;
+		CHECK_OK(otel_thread_ctx_create_with(&small, &o));
+		CHECK(otel_thread_ctx_attach(ctx, small) == OTEL_THREAD_CTX_ENOSPC,
+		      "attach with a saved too small was not refused");
+		CHECK(in_slot() == r && r->attrs_data_size == 5,
+		      "a refused attach changed the slot");
+		CHECK(otel_thread_ctx_detach(small) == OTEL_THREAD_CTX_ENOSPC && in_slot() == r,
+		      "a refused detach changed the slot");
+		otel_thread_ctx_destroy(small);
+		CHECK_SENTINELS("refusals");
+	}
 	/* saved holds "nothing published" (from the first attach): putting
 	 * it back unpublishes. */
 	CHECK_OK(otel_thread_ctx_update(saved));

@@ -155,6 +155,27 @@ static void *work(void *arg)
 	storm_expected(++n, &r);
 	CHECK_OK(loader_update_all(&api, &r));
 	check_published(slot, n);
+	/* The fast paths copy into the draft only what changed since it was
+	 * last published: away from record n and back, through a refusal
+	 * that wrote into the draft, must give record n exactly. */
+	{
+		static const uint8_t other_span[8] = { 0xee, 1, 2, 3, 4, 5, 6, 7 };
+		uint8_t long_value[200];
+		struct otel_thread_ctx_attr dup[2] = { { 1, 200, long_value },
+						       { 1, 1, long_value } };
+
+		/* The first entry is written into the draft, the second
+		 * refused. */
+		memset(long_value, 'z', sizeof(long_value));
+		CHECK_OK(api.otel_thread_ctx_update_span_id(other_span));
+		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags ^ 1));
+		CHECK(api.otel_thread_ctx_update_all(r.trace_id, r.span_id, r.trace_flags, dup, 2) ==
+			      OTEL_THREAD_CTX_EDUPKEY,
+		      "update_all with a key twice was not refused");
+		CHECK_OK(api.otel_thread_ctx_update_span_id(r.span_id));
+		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags));
+		check_published(slot, n);
+	}
 	storm_expected(++n, &r);
 	CHECK_OK(loader_put(&api, ctx, &r));
 	CHECK_OK(api.otel_thread_ctx_update(ctx));
