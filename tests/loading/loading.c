@@ -68,6 +68,24 @@ static void check_published(const struct otel_thread_ctx_record *volatile *slot,
 	      (unsigned long long)seq, (unsigned long long)n);
 }
 
+/* The reader's view through `slot`: record r, but with this span id and
+ * these flags. */
+static void check_fields(const struct otel_thread_ctx_record *volatile *slot,
+			 const struct otel_thread_ctx_record *r, const uint8_t span[8],
+			 uint8_t flags, const char *after)
+{
+	const struct otel_thread_ctx_record *p = *slot;
+
+	CHECK(p != NULL && p->valid == 1, "after %s: no valid record published", after);
+	CHECK(memcmp(p->trace_id, r->trace_id, 16) == 0, "after %s: another trace id", after);
+	CHECK(memcmp(p->span_id, span, 8) == 0, "after %s: another span id", after);
+	CHECK(p->trace_flags == flags, "after %s: flags %u, expected %u", after, p->trace_flags,
+	      flags);
+	CHECK(p->attrs_data_size == r->attrs_data_size &&
+	      memcmp(p->attrs_data, r->attrs_data, r->attrs_data_size) == 0,
+	      "after %s: other attributes", after);
+}
+
 /* Runs after the library's thread-exit cleanup (its key is older). */
 static void after_library_cleanup(void *arg)
 {
@@ -157,7 +175,8 @@ static void *work(void *arg)
 	check_published(slot, n);
 	/* The fast paths copy into the draft only what changed since it was
 	 * last published: away from record n and back, through a refusal
-	 * that wrote into the draft, must give record n exactly. */
+	 * that wrote into the draft, every step publishes record n's fields
+	 * but the ones it changed. */
 	{
 		static const uint8_t other_span[8] = { 0xee, 1, 2, 3, 4, 5, 6, 7 };
 		uint8_t long_value[200];
@@ -168,11 +187,15 @@ static void *work(void *arg)
 		 * refused. */
 		memset(long_value, 'z', sizeof(long_value));
 		CHECK_OK(api.otel_thread_ctx_update_span_id(other_span));
+		check_fields(slot, &r, other_span, r.trace_flags, "update_span_id");
 		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags ^ 1));
+		check_fields(slot, &r, other_span, r.trace_flags ^ 1, "update_trace_flags");
 		CHECK(api.otel_thread_ctx_update_all(r.trace_id, r.span_id, r.trace_flags, dup, 2) ==
 			      OTEL_THREAD_CTX_EDUPKEY,
 		      "update_all with a key twice was not refused");
+		check_fields(slot, &r, other_span, r.trace_flags ^ 1, "a refused update_all");
 		CHECK_OK(api.otel_thread_ctx_update_span_id(r.span_id));
+		check_fields(slot, &r, r.span_id, r.trace_flags ^ 1, "update_span_id after it");
 		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags));
 		check_published(slot, n);
 	}
