@@ -358,6 +358,8 @@ int main(void)
 	       sent, handled(), seconds, counts.task, counts.last, counts.job, counts.none,
 	       counts.torn, counts.wrong, counts.elsewhere);
 	scheduler_summary(&sched, seconds, stdout);
+	printf("mn-signal: %lu resumes of a task still published by the worker it left; %lu "
+	       "samples caught a worker in that window\n", overlaps, counts.last);
 	if (failed)
 		printf("first failure: worker %u (running task %d, ran task %d last), record trace "
 		       "%016llx%016llx span %016llx flags %u (kind %d, number %u, round %llu, "
