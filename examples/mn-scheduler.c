@@ -7,11 +7,11 @@
  *
  * Tasks are small state machines: a task runs one step at a time, on the
  * worker that took it from the run queue, and goes back to the queue after
- * each step, so it moves from worker to worker.  Request tasks each hold a
- * context of their own and change it as they go (child spans, a late
- * sampling decision, a new request); batch tasks work for one of two jobs
- * and share the job's frozen context.  Runs for the given number of seconds
- * (or until SIGINT or SIGTERM) and prints what the workers did.
+ * each step, so it moves from worker to worker.  Request tasks each carry a
+ * context of their own and change what they publish as they go (child
+ * spans, a late sampling decision, a new request); batch tasks work for one
+ * of two jobs and all publish the job's context.  Runs for the given number
+ * of seconds (or until SIGINT or SIGTERM) and prints what the workers did.
  *
  *   usage: mn-scheduler [workers] [tasks] [seconds]
  *
@@ -19,41 +19,39 @@
  *
  * The runtime's contract with the library
  * ---------------------------------------
- * 1. A context belongs to a task, not to a thread.  The runtime creates it
- *    with the task (otel_thread_ctx_create_with(), sized to the attributes
- *    the task publishes: 61 bytes a record here instead of 640) and
- *    destroys it with the task.  It is not FREE_WITH_THREAD: threads only
- *    borrow it.
- * 2. Before a worker runs a step of a task, it publishes the task's context
- *    on its thread with otel_thread_ctx_update_attach().  update_attach,
- *    not attach: a task may have edited its context while it was not
- *    running (here: the next request's ids, written when the last one
- *    ended), and update_attach commits those edits and publishes the
- *    context in one store to the slot, where attach would refuse them
- *    (EPENDING).  Given the context of the task the worker ran before, it
- *    also withdraws that one in the same store: the thread goes from one
- *    task's record straight to the next one's.
- * 3. While the step runs, the context is attached to the worker's thread,
- *    so the task's own changes (otel_thread_ctx_update_span_id(),
- *    otel_thread_ctx_update_trace_flags()) are published at once, each with
- *    one store.
- * 4. A task goes back to the run queue only after its context is withdrawn
- *    from the thread (by the update_attach of the next task, or
- *    otel_thread_ctx_detach() when there is none): an attached context
- *    belongs to its thread, and another worker could neither attach nor
- *    edit it (EBUSY).  The library hands the withdrawn context back; the
- *    worker checks it is the one it published.
- * 5. Tasks that publish the same thing (the tasks of one batch job) may
- *    share one context, frozen with otel_thread_ctx_freeze(): any number of
- *    threads may publish it at once, and each attach takes a reference the
- *    detach drops.  It cannot change any more, and it names the job, not
- *    the task.  The runtime destroys it once, when no task uses it.
- * 6. Each task records which worker runs it (running_on), set before its
- *    context is published and cleared only after it is withdrawn, in that
- *    program order (signal fences).  A signal-handler sampler of the
- *    process, which runs on the interrupted worker, can then check that a
- *    record it finds belongs to a task running on that very thread
- *    (tests/mn/ does exactly that).
+ * 1. A task carries its context as a value: an otel_thread_ctx created with
+ *    the task (otel_thread_ctx_create_with(), sized to the attributes the
+ *    task publishes: 61 bytes instead of 640) and destroyed with it.  No
+ *    thread holds it or points into it.
+ * 2. To run a step of a task, a worker publishes the task's context on its
+ *    thread with otel_thread_ctx_update(): the library copies it into the
+ *    thread's own record and publishes that with one store to the slot, so
+ *    the thread goes from the record of the task it ran before straight to
+ *    this one's.
+ * 3. During the step, the task changes what its thread publishes with the
+ *    calls that act on the calling thread's record (update_trace_flags,
+ *    update_span_id, update_all) and with scopes (a span's parent saved with
+ *    otel_thread_ctx_save() or attach(ctx, saved), put back with
+ *    update(saved)).  A scope may begin on one worker and end on another:
+ *    what it saved is a value the task carries.
+ * 4. When the step ends, the worker copies what the thread publishes back
+ *    into the task's context (otel_thread_ctx_save()), so the task takes
+ *    its state along, and puts the task back in the run queue at once.  The
+ *    thread goes on publishing the task's record until it publishes the
+ *    next task's (or detaches, when the queue is empty).  Meanwhile another
+ *    worker may take the task and publish it too: each thread publishes its
+ *    own copy, and nothing refuses, waits or needs to be handed back.
+ * 5. Tasks that publish the same thing (the tasks of one batch job) share
+ *    one context, which any number of workers publish at once.  Nobody
+ *    writes it after it is made, so it needs no lock; the runtime destroys
+ *    it once, with the job.
+ * 6. Each worker records which task it runs (`task`) and which one it ran
+ *    last and may still publish (`last`): a task is named in one of them
+ *    before its context is published and stays there until a publication
+ *    replaces it, in that program order (signal fences).  A signal-handler
+ *    sampler, which runs on the interrupted worker, can then check that a
+ *    record it finds belongs to one of these two tasks (tests/mn/ does
+ *    exactly that).
  *
  * What the tasks publish
  * ----------------------
@@ -112,7 +110,7 @@ struct worker;
 
 struct job {
 	unsigned number;
-	otel_thread_ctx *ctx; /* frozen, shared by the job's tasks */
+	otel_thread_ctx *ctx; /* shared by the job's tasks; never written again */
 	unsigned tasks;
 };
 
@@ -120,21 +118,20 @@ struct task {
 	unsigned number;
 	/* The step callback: request_step or batch_step. */
 	void (*step)(struct task *t);
-	otel_thread_ctx *ctx; /* its own context (request tasks), or NULL */
-	struct job *job;      /* its job (batch tasks), or NULL */
-	/*
-	 * The worker (1, 2, ...) that publishes the task's context, 0 when
-	 * none: set before the context is published and cleared after it is
-	 * withdrawn (contract, point 6).  Atomic: a sampler on another worker
-	 * may look at it.
-	 */
-	unsigned running_on;
-	/* The rest is the task's own, used by the worker that holds it
-	 * (the run queue orders one worker's writes before the next one's
-	 * reads). */
+	/* What the task publishes (request tasks), or NULL: written only by
+	 * the worker that holds the task (the run queue orders one worker's
+	 * writes before the next one's reads). */
+	otel_thread_ctx *ctx;
+	/* The span a child span returns to (request tasks), or NULL. */
+	otel_thread_ctx *parent;
+	struct job *job; /* its job (batch tasks), or NULL */
+	/* How many workers publish the task's record now (atomic): more than
+	 * one while a worker that let the task go has not published another
+	 * record yet and another one runs it. */
+	unsigned shown;
+	/* The rest is the task's own, used by the worker that holds it. */
 	enum request_state state;
 	uint64_t round;
-	struct otel_thread_ctx_record parent; /* the root span, to return to */
 	unsigned last_worker;
 	unsigned long steps, migrations;
 	uint64_t work;
@@ -144,7 +141,13 @@ struct worker {
 	struct scheduler *sched;
 	unsigned id; /* 1, 2, ... */
 	pthread_t thread;
+	/* Contract, point 6 (atomic: the worker's own signal handler reads
+	 * them): the task it runs, and the task whose record it may still
+	 * publish after the task went back to the queue. */
+	struct task *task, *last;
 	unsigned long steps, switches, idle;
+	/* Tasks it resumed while the worker they left still published them. */
+	unsigned long overlaps;
 };
 
 /*
@@ -166,15 +169,17 @@ struct runq {
 	size_t head, tail; /* atomic: the next positions to pop and to push */
 };
 
+
 struct scheduler {
 	unsigned nworkers, ntasks, njobs;
 	struct worker *workers;
 	struct task *tasks;
 	struct job jobs[JOBS];
 	struct runq runq;
-	int stopping; /* atomic */
+	int stopping;          /* atomic */
+	unsigned started;      /* atomic: workers that have named their thread */
 	unsigned key_task, key_round, key_job;
-	struct timespec started;
+	struct timespec began;
 };
 
 /* The worker the calling thread is, NULL on other threads: what a
@@ -287,23 +292,20 @@ static uint8_t sampled(const struct task *t)
 	return (t->number + t->round) % 4 != 0 ? 1 : 0;
 }
 
-/*
- * Writes request `round` into the draft of the task's context: root span,
- * no sampling decision yet, its round number.  Not committed: whoever
- * publishes the context next (update_attach) publishes this.
- */
-static void start_request(struct scheduler *s, struct task *t, uint64_t round)
+/* The attributes of request `round` of task t; `value` holds their text. */
+static void request_attrs(const struct scheduler *s, const struct task *t, uint64_t round,
+			  char value[TASK_NAME_MAX + 1 + ROUND_MAX + 1],
+			  struct otel_thread_ctx_attr attrs[2])
 {
-	uint8_t trace_id[16], span_id[8];
-	char value[ROUND_MAX + 1];
+	int name = snprintf(value, TASK_NAME_MAX + 1, "task-%u", t->number);
+	int digits = snprintf(value + name, ROUND_MAX + 1, "%llu", (unsigned long long)round);
 
-	t->round = round;
-	request_ids(t, round, 1, trace_id, span_id);
-	check("set_ids", otel_thread_ctx_set_ids(t->ctx, trace_id, span_id, 0));
-	/* Replaced in place: task.name stays first. */
-	snprintf(value, sizeof(value), "%llu", (unsigned long long)round);
-	check("set_attr", otel_thread_ctx_set_attr(t->ctx, s->key_round, value, strlen(value)));
-	t->state = DECIDE;
+	attrs[0].key = s->key_task;
+	attrs[0].len = (unsigned)name;
+	attrs[0].value = (const uint8_t *)value;
+	attrs[1].key = s->key_round;
+	attrs[1].len = (unsigned)digits;
+	attrs[1].value = (const uint8_t *)value + name;
 }
 
 /* ---- the tasks ----------------------------------------------------------- */
@@ -321,137 +323,168 @@ static void work(struct task *t)
 	t->work = x;
 }
 
-/* One step of a request task.  Its context is attached to this thread:
- * each change is published at once, with one store. */
+/* One step of a request task.  The worker publishes the task's record:
+ * each change below is published at once, with one store, and touches
+ * nothing but this thread's record. */
 static void request_step(struct task *t)
 {
 	struct scheduler *s = current_worker->sched;
 	uint8_t trace_id[16], span_id[8];
+	struct otel_thread_ctx_attr attrs[2];
+	char value[TASK_NAME_MAX + 1 + ROUND_MAX + 1];
 
 	work(t);
 	switch (t->state) {
 	case DECIDE:
 		/* The sampling decision arrives after the root span was
 		 * published: one call changes the published flags. */
-		check("update_trace_flags", otel_thread_ctx_update_trace_flags(t->ctx, sampled(t)));
+		check("update_trace_flags", otel_thread_ctx_update_trace_flags(sampled(t)));
 		t->state = DB_QUERY;
 		break;
 	case DB_QUERY:
-		/* A child span.  Keep what the parent published, to return
-		 * to it: committed() copies it back, without allocating. */
-		check("committed", otel_thread_ctx_committed(t->ctx, &t->parent));
+		/* A child span.  What the parent publishes is kept, as a
+		 * value, to go back to; the child span may well end on
+		 * another worker. */
+		check("save", otel_thread_ctx_save(t->parent));
 		request_ids(t, t->round, 2, trace_id, span_id);
-		check("update_span_id", otel_thread_ctx_update_span_id(t->ctx, span_id));
+		check("update_span_id", otel_thread_ctx_update_span_id(span_id));
 		t->state = DB_DONE;
 		break;
 	case DB_DONE:
 	case CACHE_DONE:
-		/* The child span ends: the parent's span again. */
-		check("update_span_id", otel_thread_ctx_update_span_id(t->ctx, t->parent.span_id));
+		/* The child span ends: exactly what the parent published. */
+		check("update", otel_thread_ctx_update(t->parent));
 		t->state = t->state == DB_DONE ? CACHE : RESPOND;
 		break;
 	case CACHE:
+		/* Another child span, as a scope on a context: the task's own
+		 * context holds what this thread publishes (the worker
+		 * published it at the start of this step); the child differs
+		 * in its span id, and attach keeps the parent in `parent`. */
 		request_ids(t, t->round, 3, trace_id, span_id);
-		check("update_span_id", otel_thread_ctx_update_span_id(t->ctx, span_id));
+		check("set_span_id", otel_thread_ctx_set_span_id(t->ctx, span_id));
+		check("attach", otel_thread_ctx_attach(t->ctx, t->parent));
 		t->state = CACHE_DONE;
 		break;
 	case RESPOND:
-		/* The request ends and the next one arrives.  Its ids go to
-		 * the draft: published when a worker next runs the task. */
-		start_request(s, t, t->round + 1);
+		/* The request ends and the next one arrives: new ids, no
+		 * sampling decision yet, new attributes, in one call. */
+		t->round++;
+		request_ids(t, t->round, 1, trace_id, span_id);
+		request_attrs(s, t, t->round, value, attrs);
+		check("update_all", otel_thread_ctx_update_all(trace_id, span_id, 0, attrs, 2));
+		t->state = DECIDE;
 		break;
 	}
 }
 
-/* One step of a batch task: its job's context is frozen, so it publishes
- * nothing new; the work is all there is. */
+/* One step of a batch task: its job's context says all there is to say;
+ * the work is all it does. */
 static void batch_step(struct task *t)
 {
 	work(t);
 }
 
-/* The context a worker publishes while it runs t. */
-static otel_thread_ctx *task_ctx(const struct task *t)
+/* The context a worker publishes to run t. */
+static const otel_thread_ctx *task_ctx(const struct task *t)
 {
 	return t->job != NULL ? t->job->ctx : t->ctx;
 }
 
 /* ---- the workers ---------------------------------------------------------- */
 
-/*
- * Publishes the context of `to` on this thread instead of that of `from`
- * (NULL: none), then puts `from` back in the run queue.
- */
-static void switch_to(struct worker *w, struct task *from, struct task *to)
+static void set_task(struct task **field, struct task *t)
 {
-	otel_thread_ctx *prev;
+	__atomic_store_n(field, t, __ATOMIC_RELAXED);
+}
 
-	/* `to` runs here from now on: say so before anything shows it. */
-	__atomic_store_n(&to->running_on, w->id, __ATOMIC_RELAXED);
+/* `t` stops being published by this thread: its count drops. */
+static void let_go(struct task *t)
+{
+	__atomic_fetch_sub(&t->shown, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Publishes the context of t, taken from the run queue, on this thread, in
+ * place of the record of the task it ran last (if any, and if not t).
+ */
+static void resume(struct worker *w, struct task *t)
+{
+	struct task *last = w->last;
+
+	/* Whether the task is still published where it ran before is no
+	 * concern of the library's: it only says so in the summary. */
+	if (t != last && __atomic_fetch_add(&t->shown, 1, __ATOMIC_RELAXED) != 0)
+		w->overlaps++;
+	/* Named before anything shows it ... */
+	set_task(&w->task, t);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* One store: the thread goes from `from`'s record to `to`'s, with
-	 * the edits `to` made while it was not running. */
-	check("update_attach", otel_thread_ctx_update_attach(task_ctx(to), &prev));
+	check("update", otel_thread_ctx_update(task_ctx(t)));
+	/* ... and the task it replaced forgotten only after. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* The context handed back is `from`'s (for two tasks of one job, the
-	 * same frozen context, which stays published). */
-	if (prev != (from != NULL ? task_ctx(from) : NULL))
-		fail("update_attach handed back another context");
-	if (from != NULL) {
-		/* No longer published here: another worker may take it. */
-		__atomic_store_n(&from->running_on, 0, __ATOMIC_RELAXED);
-		runq_push(&w->sched->runq, from);
-	}
-	if (to->last_worker != 0 && to->last_worker != w->id)
-		to->migrations++;
-	to->last_worker = w->id;
+	set_task(&w->last, NULL);
+	if (last != NULL && last != t)
+		let_go(last);
+	if (t->last_worker != 0 && t->last_worker != w->id)
+		t->migrations++;
+	t->last_worker = w->id;
 	w->switches++;
 }
 
-/* This thread publishes nothing any more; `t` goes back to the queue. */
-static void withdraw(struct worker *w, struct task *t)
+/*
+ * The step of t is over: t takes what this thread publishes along (its
+ * own context), and goes back to the run queue.  The thread publishes t's
+ * record until resume() or go_idle() replaces it, whoever runs t by then.
+ */
+static void suspend(struct worker *w, struct task *t)
 {
-	otel_thread_ctx *prev;
-
-	check("detach", otel_thread_ctx_detach(&prev));
+	if (t->job == NULL)
+		check("save", otel_thread_ctx_save(t->ctx));
+	set_task(&w->last, t);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (prev != task_ctx(t))
-		fail("detach handed back another context");
-	__atomic_store_n(&t->running_on, 0, __ATOMIC_RELAXED);
+	set_task(&w->task, NULL);
 	runq_push(&w->sched->runq, t);
+}
+
+/* Nothing is ready: this thread publishes nothing any more. */
+static void go_idle(struct worker *w)
+{
+	struct task *last = w->last;
+
+	if (last == NULL)
+		return;
+	check("detach", otel_thread_ctx_detach(NULL));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	set_task(&w->last, NULL);
+	let_go(last);
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct scheduler *s = w->sched;
-	struct task *cur = NULL; /* the task whose context this thread publishes */
 	char name[16];
 
 	current_worker = w;
 	snprintf(name, sizeof(name), "mn-worker-%u", w->id);
 	pthread_setname_np(pthread_self(), name);
+	__atomic_fetch_add(&s->started, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&s->stopping, __ATOMIC_RELAXED)) {
-		struct task *next = runq_pop(&s->runq);
+		struct task *t = runq_pop(&s->runq);
 
-		if (next == NULL) {
-			/* Nothing else is ready: let the current task go,
-			 * so that another worker may run it too. */
-			if (cur != NULL)
-				withdraw(w, cur);
-			cur = NULL;
+		if (t == NULL) {
+			go_idle(w);
 			w->idle++;
 			sched_yield();
 			continue;
 		}
-		switch_to(w, cur, next);
-		cur = next;
-		cur->step(cur);
-		cur->steps++;
+		resume(w, t);
+		t->step(t);
+		t->steps++;
 		w->steps++;
+		suspend(w, t);
 	}
-	if (cur != NULL)
-		withdraw(w, cur);
+	go_idle(w);
 	return NULL;
 }
 
@@ -472,8 +505,6 @@ static void create_job(struct scheduler *s, struct job *j, unsigned number)
 	check("create_with", otel_thread_ctx_create_with(&j->ctx, &options));
 	check("set_ids", otel_thread_ctx_set_ids(j->ctx, trace_id, span_id, 1));
 	check("set_attr", otel_thread_ctx_set_attr(j->ctx, s->key_job, name, strlen(name)));
-	/* Commits it: from now on, the same record for every thread. */
-	check("freeze", otel_thread_ctx_freeze(j->ctx));
 }
 
 static void create_task(struct scheduler *s, struct task *t, unsigned number)
@@ -492,19 +523,26 @@ static void create_task(struct scheduler *s, struct task *t, unsigned number)
 	} else {
 		/* Sized to the task's two attributes at their longest. */
 		struct otel_thread_ctx_options options = OTEL_THREAD_CTX_OPTIONS_INIT;
-		char name[16];
+		uint8_t trace_id[16], span_id[8];
+		struct otel_thread_ctx_attr attrs[2];
+		char value[TASK_NAME_MAX + 1 + ROUND_MAX + 1];
 
 		options.attrs_capacity = ENTRY(TASK_NAME_MAX) + ENTRY(ROUND_MAX);
 		check("create_with", otel_thread_ctx_create_with(&t->ctx, &options));
-		snprintf(name, sizeof(name), "task-%u", number);
-		check("set_attr", otel_thread_ctx_set_attr(t->ctx, s->key_task, name, strlen(name)));
-		start_request(s, t, 1);
+		check("create_with", otel_thread_ctx_create_with(&t->parent, &options));
+		/* Its first request: published when a worker first runs it. */
+		t->round = 1;
+		request_ids(t, t->round, 1, trace_id, span_id);
+		request_attrs(s, t, t->round, value, attrs);
+		check("set_ids", otel_thread_ctx_set_ids(t->ctx, trace_id, span_id, 0));
+		check("set_attrs", otel_thread_ctx_set_attrs(t->ctx, attrs, 2));
+		t->state = DECIDE;
 		t->step = request_step;
 	}
 }
 
-/* Creates the tasks and starts the workers. */
-static void scheduler_start(struct scheduler *s, unsigned workers, unsigned tasks)
+/* Creates the tasks, all ready, and the workers' records; starts nothing. */
+static void scheduler_init(struct scheduler *s, unsigned workers, unsigned tasks)
 {
 	memset(s, 0, sizeof(*s));
 	s->nworkers = workers;
@@ -522,17 +560,32 @@ static void scheduler_start(struct scheduler *s, unsigned workers, unsigned task
 		create_task(s, &s->tasks[i], i);
 		runq_push(&s->runq, &s->tasks[i]);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &s->started);
 	for (unsigned i = 0; i < workers; i++) {
 		s->workers[i].sched = s;
 		s->workers[i].id = i + 1;
-		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
-			fail("pthread_create failed");
 	}
 }
 
-/* Stops the workers (each withdraws its task) and destroys the contexts.
- * Returns how long the workers ran, in seconds. */
+/* Starts the workers; returns once each has named its thread, so that
+ * whoever looks at the process from now on finds every worker named. */
+static void scheduler_run(struct scheduler *s)
+{
+	clock_gettime(CLOCK_MONOTONIC, &s->began);
+	for (unsigned i = 0; i < s->nworkers; i++)
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
+			fail("pthread_create failed");
+	while (__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) < s->nworkers)
+		sched_yield();
+}
+
+static void scheduler_start(struct scheduler *s, unsigned workers, unsigned tasks)
+{
+	scheduler_init(s, workers, tasks);
+	scheduler_run(s);
+}
+
+/* Stops the workers (each detaches).  Returns how long they ran, in
+ * seconds. */
 static double scheduler_stop(struct scheduler *s)
 {
 	struct timespec now;
@@ -541,19 +594,14 @@ static double scheduler_stop(struct scheduler *s)
 	for (unsigned i = 0; i < s->nworkers; i++)
 		pthread_join(s->workers[i].thread, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	/* Attached nowhere any more: each destroy frees. */
-	for (unsigned i = 0; i < s->ntasks; i++)
-		check("destroy", otel_thread_ctx_destroy(s->tasks[i].ctx));
-	/* A frozen context is destroyed once, by its holder. */
-	for (unsigned j = 0; j < JOBS; j++)
-		check("destroy", otel_thread_ctx_destroy(s->jobs[j].ctx));
-	return (double)(now.tv_sec - s->started.tv_sec) +
-	       (double)(now.tv_nsec - s->started.tv_nsec) / 1e9;
+	return (double)(now.tv_sec - s->began.tv_sec) +
+	       (double)(now.tv_nsec - s->began.tv_nsec) / 1e9;
 }
 
 static void scheduler_summary(const struct scheduler *s, double seconds, FILE *out)
 {
 	unsigned long requests = 0, request_steps = 0, batch_steps = 0, migrations = 0;
+	unsigned long overlaps = 0;
 	unsigned nbatch = 0;
 
 	fprintf(out, "mn-scheduler: %u workers ran %u tasks for %.2f s\n", s->nworkers, s->ntasks,
@@ -563,6 +611,7 @@ static void scheduler_summary(const struct scheduler *s, double seconds, FILE *o
 
 		fprintf(out, "  worker %u: %lu steps, %lu task switches, %lu times idle\n", w->id,
 			w->steps, w->switches, w->idle);
+		overlaps += w->overlaps;
 	}
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		const struct task *t = &s->tasks[i];
@@ -578,13 +627,22 @@ static void scheduler_summary(const struct scheduler *s, double seconds, FILE *o
 	}
 	fprintf(out, "  %u request tasks, each with its own context: %lu steps, %lu requests done\n",
 		s->ntasks - nbatch, request_steps, requests);
-	fprintf(out, "  %u batch tasks sharing %u frozen contexts: %lu steps\n", nbatch, s->njobs,
+	fprintf(out, "  %u batch tasks sharing %u job contexts: %lu steps\n", nbatch, s->njobs,
 		batch_steps);
 	fprintf(out, "  %lu steps ran on another worker than the task's step before\n", migrations);
+	fprintf(out, "  %lu times a task resumed while the worker it left still published it\n",
+		overlaps);
 }
 
+/* Destroys the contexts (whatever threads publish) and frees the rest. */
 static void scheduler_free(struct scheduler *s)
 {
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		otel_thread_ctx_destroy(s->tasks[i].ctx);
+		otel_thread_ctx_destroy(s->tasks[i].parent);
+	}
+	for (unsigned j = 0; j < JOBS; j++)
+		otel_thread_ctx_destroy(s->jobs[j].ctx);
 	free(s->tasks);
 	free(s->workers);
 	free(s->runq.cells);

@@ -53,17 +53,31 @@ static void work_for(long us)
 	while ((now.tv_sec - start.tv_sec) * 1000000L + (now.tv_nsec - start.tv_nsec) / 1000 < us);
 }
 
+/*
+ * What a tracer's instrumentation does on each worker.  No context object
+ * is needed for the thread's own requests: update_all publishes a new
+ * request in one call, update_span_id a child span.  A context is a value
+ * for what must be kept or handed on: here the background "flush" scope,
+ * published in the middle of a request and then put back exactly as it was.
+ */
 static void *worker(void *arg)
 {
 	unsigned id = (unsigned)(uintptr_t)arg, seed = id * 2654435761u;
-	otel_thread_ctx *ctx, *prev;
+	otel_thread_ctx *flush, *saved;
+	uint8_t flush_trace[16], flush_span[8];
 	char name[16];
 	int rc;
 
 	snprintf(name, sizeof(name), "worker-%u", id);
 	pthread_setname_np(pthread_self(), name);
-	if ((rc = otel_thread_ctx_create(&ctx)) != 0)
+	if ((rc = otel_thread_ctx_create(&flush)) != 0 ||
+	    (rc = otel_thread_ctx_create(&saved)) != 0)
 		fail("create", rc);
+	random_bytes(&seed, flush_trace, sizeof(flush_trace));
+	random_bytes(&seed, flush_span, sizeof(flush_span));
+	if ((rc = otel_thread_ctx_set_ids(flush, flush_trace, flush_span, 0)) != 0 ||
+	    (rc = otel_thread_ctx_set_attr(flush, key_worker, name, strlen(name))) != 0)
+		fail("flush context", rc);
 	while (!stopping) {
 		unsigned r = (unsigned)rand_r(&seed) % 4;
 		uint8_t trace[16], span[8];
@@ -77,22 +91,31 @@ static void *worker(void *arg)
 		 * in one step. */
 		random_bytes(&seed, trace, sizeof(trace));
 		random_bytes(&seed, span, sizeof(span));
-		if ((rc = otel_thread_ctx_update_all(ctx, trace, span, 1, attrs, 3)) != 0 ||
-		    (rc = otel_thread_ctx_update_attach(ctx, &prev)) != 0)
+		if ((rc = otel_thread_ctx_update_all(trace, span, 1, attrs, 3)) != 0)
 			fail("start request", rc);
 		/* Child spans: only the span id changes. */
 		for (int i = 0; i < 4 && !stopping; i++) {
 			random_bytes(&seed, span, sizeof(span));
-			if ((rc = otel_thread_ctx_update_span_id(ctx, span)) != 0)
+			if ((rc = otel_thread_ctx_update_span_id(span)) != 0)
 				fail("child span", rc);
 			work_for(20000);
+			if (i == 1) {
+				/* A scope: the flush publishes its own context,
+				 * then the request's span comes back. */
+				if ((rc = otel_thread_ctx_attach(flush, saved)) != 0)
+					fail("flush", rc);
+				work_for(5000);
+				if ((rc = otel_thread_ctx_update(saved)) != 0)
+					fail("end of flush", rc);
+			}
 		}
 		/* Between requests the thread publishes nothing. */
-		if ((rc = otel_thread_ctx_detach(&prev)) != 0)
+		if ((rc = otel_thread_ctx_detach(NULL)) != 0)
 			fail("detach", rc);
 		usleep(5000);
 	}
-	otel_thread_ctx_destroy(ctx);
+	otel_thread_ctx_destroy(saved);
+	otel_thread_ctx_destroy(flush);
 	return NULL;
 }
 

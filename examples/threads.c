@@ -45,7 +45,7 @@ static void random_bytes(unsigned *seed, uint8_t *out, size_t n)
 static void *worker(void *arg)
 {
 	unsigned id = (unsigned)(uintptr_t)arg, seed = id * 2654435761u;
-	otel_thread_ctx *ctx, *prev;
+	otel_thread_ctx *ctx;
 	char name[16];
 	int rc;
 
@@ -56,29 +56,30 @@ static void *worker(void *arg)
 		uint8_t trace[16], span[8];
 		const char *route = routes[rand_r(&seed) % 4];
 
-		/* A new request: new trace, root span, attributes; published
-		 * in one step. */
+		/* A new request: new trace, root span, attributes, written in
+		 * the context (a value of this thread's), then published: the
+		 * thread publishes a copy of it, with one pointer store. */
 		random_bytes(&seed, trace, sizeof(trace));
 		random_bytes(&seed, span, sizeof(span));
 		if ((rc = otel_thread_ctx_set_ids(ctx, trace, span, 1)) != 0 ||
 		    (rc = otel_thread_ctx_set_attr(ctx, KEY_ROUTE, route, strlen(route))) != 0 ||
 		    (rc = otel_thread_ctx_set_attr(ctx, KEY_WORKER, name, strlen(name))) != 0 ||
-		    (rc = otel_thread_ctx_update_attach(ctx, &prev)) != 0)
+		    (rc = otel_thread_ctx_update(ctx)) != 0)
 			fail("start request", rc);
-		/* Child spans: only the span id changes. */
+		/* Child spans: only the span id of the thread's record
+		 * changes. */
 		for (int i = 0; i < 3 && !stopping; i++) {
 			random_bytes(&seed, span, sizeof(span));
-			if ((rc = otel_thread_ctx_update_span_id(ctx, span)) != 0)
+			if ((rc = otel_thread_ctx_update_span_id(span)) != 0)
 				fail("child span", rc);
 			usleep(200);
 		}
 		/* Between requests the thread publishes nothing. */
-		if ((rc = otel_thread_ctx_detach(&prev)) != 0)
+		if ((rc = otel_thread_ctx_detach(NULL)) != 0)
 			fail("detach", rc);
 	}
-	/* Exiting with it attached would be fine too: the library detaches it
-	 * (and frees it, had it been created with FREE_WITH_THREAD).  Ours to
-	 * destroy either way. */
+	/* Exiting while publishing would be fine too: the thread's exit
+	 * unpublishes.  The context is a value: destroy it whenever. */
 	otel_thread_ctx_destroy(ctx);
 	return NULL;
 }

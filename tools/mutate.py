@@ -2,26 +2,35 @@
 """Deliberate bugs in the hot code, one at a time: is each caught by the suite?
 
     tools/mutate.py                 every mutant
-    tools/mutate.py --list          the mutants, with what each breaks
+    tools/mutate.py --list          the mutants, what each breaks, what catches it
     tools/mutate.py ID...           only these
     tools/mutate.py --workdir DIR   keep the copy and its builds in DIR
                                     (reused by the next run: much faster)
+    tools/mutate.py --build-only    only check that every mutant applies and
+                                    its file compiles
+    tools/mutate.py --without TEST  leave a test out (one that does not build
+                                    yet, say); repeatable
 
 The script copies the tracked files of the source tree into a work
 directory (the tree itself is never edited), configures a build there (gcc,
-and, for the mutants only ThreadSanitizer sees, clang 19 with TSan), and
-then, for each mutant: applies its one textual change, rebuilds, runs the
-tests that should catch it, and puts the file back.  A mutant is *killed*
-when one of those tests fails, *survived* when all pass, *stillborn* when
-the change no longer applies or does not build (the set needs updating).
-It prints one line per mutant and a summary; the exit status is 0 only if
-every mutant was killed.  doc/testing.md, "Mutation check", says what the
-set covers and how long it takes.
+and, for the mutants only ThreadSanitizer sees, clang 19 with TSan), builds
+what the chosen mutants' tests need, and then, for each mutant: applies its
+textual change, rebuilds, runs the tests that should catch it, and puts the
+file back.  A mutant is *killed* when one of those tests fails, *survived*
+when all pass, *stillborn* when the change no longer applies or does not
+build (the set needs updating).  A mutant marked as possibly equivalent (a
+compiler barrier no compiler needs today) whose file compiles to the same
+memory accesses in the same order is *equivalent*, and its tests are not
+run.  It prints one line per mutant and a summary; the exit status is 0 only
+if every mutant was killed or equivalent.  doc/testing.md, "Mutation check",
+says what the set covers and how long it takes.
 """
 
 import argparse
 import dataclasses
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,51 +51,136 @@ class Mutant:
     why: str
     build: str = "gcc"
     nth: int = 0  # which occurrence of `old` (0: it must be unique)
+    every: bool = False  # replace every occurrence of `old` (at least one)
+    # More (old, new) changes to the same file, each unique, made with it.
+    also: list = dataclasses.field(default_factory=list)
+    env: dict = dataclasses.field(default_factory=dict)  # for its tests
+    # A change no compiler may need today (a compiler barrier): when the
+    # objects of `path` keep the same memory accesses in the same order,
+    # the mutant is "equivalent", which is accepted; otherwise its tests
+    # must kill it like any other.
+    may_be_equivalent: bool = False
 
 
-# The storms and order checks run for seconds; the rest are quick.
-STORM = ["signal-storm-static"]
-API = ["api-static", "async-static", "refusals-static"]
+# The storms run for seconds; the rest are quick.  The signal storm reads
+# the slot in a handler on the writing thread, the eBPF storm from the
+# kernel on every CPU (it skips where BPF is refused).
+STORM = ["signal-storm-static", "bpf-storm-static"]
+API = ["api-static", "scopes-static", "refusals-static"]
 READER = ["reader-static"]
+
+TC = "src/thread_ctx.c"
+POOL = "src/pool.c"
 
 MUTANTS = [
     # Publication order: a reader must never see a record before it is
-    # complete, nor a record being edited.
-    Mutant("order-span-id", "publication order", "src/thread_ctx.c",
-           "\tmemcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);\n"
-           "\tswap_records(ctx);\n\tif (t->ctx == ctx)\n\t\tpublish(t, ctx->shown);\n",
-           "\tstruct otel_thread_ctx_record *d = edit(ctx, FIELD_SPAN, FIELD_SPAN);\n"
-           "\tswap_records(ctx);\n\tif (t->ctx == ctx)\n\t\tpublish(t, ctx->shown);\n"
+    # complete, nor a record being written.
+    Mutant("order-span-id", "publication order", TC,
+           "\td = draft_for(t, FIELD_SPAN);\n\tmemcpy(d->span_id, span_id, 8);\n"
+           "\tpublish_draft(t, d, FIELD_SPAN);\n",
+           "\td = draft_for(t, FIELD_SPAN);\n\tpublish_draft(t, d, FIELD_SPAN);\n"
            "\tmemcpy(d->span_id, span_id, 8);\n",
-           STORM, "update_span_id publishes the record, then writes the span id"),
-    Mutant("order-update-all", "publication order", "src/thread_ctx.c",
-           "\twrite_ids(ctx->draft, trace_id, span_id, trace_flags);\n\tswap_records(ctx);\n"
-           "\tif (t->ctx == ctx)\n\t\tpublish(t, ctx->shown);\n",
-           "\tswap_records(ctx);\n\tif (t->ctx == ctx)\n\t\tpublish(t, ctx->shown);\n"
-           "\twrite_ids(ctx->pub, trace_id, span_id, trace_flags);\n",
-           STORM, "update_all writes the ids into the record already published"),
-    Mutant("order-edit-in-place", "publication order", "src/thread_ctx.c",
-           "\tstruct otel_thread_ctx_record *d = ctx->draft;\n\tunsigned int edits = ctx->edits;\n\n"
-           "\tif (!edits) {",
-           "\tstruct otel_thread_ctx_record *d = ctx->pub;\n\tunsigned int edits = ctx->edits;\n\n"
-           "\tif (!edits) {",
-           STORM + ["api-static"], "edits go to the published record (no pointer swap)"),
-    Mutant("order-update-attach", "publication order", "src/thread_ctx.c",
-           "\tif (commit_first) {\n\t\tcommit(ctx);\n\t}",
-           "\tif (commit_first) {\n\t\t(void)0;\n\t}",
-           STORM, "update_attach publishes what was committed before, not the edits"),
-    # Fences that the processor needs: only TSan sees them go.
-    Mutant("fence-unhold", "fences", "src/thread_ctx.c",
-           "__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL)",
-           "__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_RELAXED)",
-           ["async-static"], "the last holder of a frozen context frees it without "
-           "acquiring the other holders' last reads", build="tsan"),
-    Mutant("fence-claim", "fences", "src/thread_ctx.c",
-           "\t__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELEASE);",
-           "\t__atomic_store_n(&ctx->owner, 0, __ATOMIC_RELAXED);",
-           ["attach-race", "thread-exit-static", "async-static", "api-static"],
-           "giving a context back does not release its edits to "
-           "the next owner", build="tsan"),
+           STORM, "update_span_id stores the slot, then writes the span id"),
+    Mutant("order-update-all", "publication order", TC,
+           "\twrite_ids(d, trace_id, span_id, trace_flags);\n\tpublish_draft(t, d, FIELD_ALL);\n",
+           "\tpublish_draft(t, d, FIELD_ALL);\n\twrite_ids(d, trace_id, span_id, trace_flags);\n",
+           STORM, "update_all stores the slot, then writes the ids"),
+    Mutant("order-roles", "publication order", TC,
+           "\tpublish(t, d);\n\tt->draft = t->pub;\n\tt->pub = d;\n\tt->stale = changed;\n",
+           "\tpublish(t, d);\n\tt->stale = changed;\n",
+           ["api-static", "scopes-static", "load-startup", "attach-shared"],
+           "the draft and the published record do not swap roles: the next publication "
+           "writes the record readers see"),
+    Mutant("order-slot-in-context", "publication order", TC,
+           "\tpublish_draft(t, d, FIELD_ALL);\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "__attribute__((noinline, cold)) static int attach_first(",
+           "\tpublish(t, crec_of(ctx));\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "__attribute__((noinline, cold)) static int attach_first(",
+           ["attach-shared", "shared-static", "api-static"],
+           "attach publishes the context's own record, not a copy in the thread's draft"),
+    # Fences.  The signal fences keep the compiler from moving record
+    # stores across the slot store; gcc 12 and clang 14 and 19 emit the
+    # same memory accesses without them today, which the equivalence check
+    # shows.  The pool's memory orders are for other threads: only
+    # ThreadSanitizer sees them go.
+    Mutant("fence-before-slot", "fences", TC,
+           "\t/* The record is complete before the slot can lead to it ... */\n"
+           "\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n",
+           "\t/* The record is complete before the slot can lead to it ... */\n",
+           STORM, "no compiler barrier between the record's stores and the slot store",
+           may_be_equivalent=True),
+    Mutant("fence-after-slot", "fences", TC,
+           "\t * unreachable. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n",
+           "\t * unreachable. */\n",
+           STORM, "no compiler barrier between the slot store and the next writes",
+           may_be_equivalent=True),
+    Mutant("fence-pool-give", "fences", POOL,
+           "\t} while (!__atomic_compare_exchange_n(&free_head, &head, want, true, __ATOMIC_RELEASE,\n",
+           "\t} while (!__atomic_compare_exchange_n(&free_head, &head, want, true, __ATOMIC_RELAXED,\n",
+           ["pool-race"], "a pair goes back to the pool without releasing what its "
+           "holder wrote in it", build="tsan"),
+    Mutant("fence-pool-take", "fences", POOL,
+           "\tuint64_t head = __atomic_load_n(&free_head, __ATOMIC_ACQUIRE), want;\n",
+           "\tuint64_t head = __atomic_load_n(&free_head, __ATOMIC_RELAXED), want;\n",
+           ["pool-race"], "a pair is taken from the pool without acquiring what its "
+           "last holder wrote in it (the load of the head, and the compare-and-swap)",
+           build="tsan", also=[("\t} while (!__atomic_compare_exchange_n(&free_head, &head, want, "
+                                "true, __ATOMIC_ACQUIRE,\n\t\t\t\t\t      __ATOMIC_ACQUIRE));\n",
+                                "\t} while (!__atomic_compare_exchange_n(&free_head, &head, want, "
+                                "true, __ATOMIC_RELAXED,\n\t\t\t\t\t      __ATOMIC_RELAXED));\n")]),
+    # What the draft holds: the fast paths copy only the fields marked
+    # stale, so every publication must mark what it changed.
+    Mutant("stale-trace", "stale fields", TC,
+           "\tif (need & FIELD_TRACE)\n\t\tmemcpy(d->trace_id, p->trace_id, sizeof(d->trace_id));\n",
+           "",
+           ["api-static", "model-static", "load-startup", "mn-signal", "bpf-storm-static"],
+           "update_span_id does not copy a stale trace id into the draft"),
+    Mutant("stale-span-mark", "stale fields", TC,
+           "\tpublish_draft(t, d, FIELD_SPAN);\n", "\tpublish_draft(t, d, 0);\n",
+           ["api-static", "model-static", "load-startup"],
+           "update_span_id leaves the draft's old span id marked up to date"),
+    Mutant("stale-attach-mark", "stale fields", TC,
+           "\tpublish_draft(t, d, FIELD_ALL);\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "__attribute__((noinline, cold)) static int attach_first(",
+           "\tpublish_draft(t, d, 0);\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "__attribute__((noinline, cold)) static int attach_first(",
+           ["api-static", "model-static", "mn-signal"],
+           "attach leaves the draft (the record it replaced) marked up to date"),
+    # A refused call changes nothing, the draft's bookkeeping included.
+    Mutant("refusal-update-all-stale", "refusal atomicity", TC,
+           "\tif (size < 0) {\n\t\tt->stale |= FIELD_ATTRS;\n\t\treturn size;\n\t}\n",
+           "\tif (size < 0)\n\t\treturn size;\n",
+           ["refusals-static", "load-startup"],
+           "a refused update_all leaves the attributes it wrote in a draft marked up to date"),
+    Mutant("refusal-saved-small", "refusal atomicity", TC,
+           "\terr = check_saved(t, saved);\n\tif (err)\n\t\treturn err;\n\tif (ctx->none) {\n"
+           "\t\tif (saved != NULL)\n\t\t\tsave(t, saved);\n\t\tpublish(t, NULL);\n"
+           "\t\treturn OTEL_THREAD_CTX_OK;\n\t}\n\t/* The draft first: saved may be ctx. */\n"
+           "\td = t->draft;\n\tcopy_record(d, crec_of(ctx));\n\tif (saved != NULL)\n"
+           "\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n\treturn OTEL_THREAD_CTX_OK;\n",
+           "\terr = check_saved(t, saved);\n\tif (ctx->none) {\n\t\tif (err)\n\t\t\treturn err;\n"
+           "\t\tif (saved != NULL)\n\t\t\tsave(t, saved);\n\t\tpublish(t, NULL);\n"
+           "\t\treturn OTEL_THREAD_CTX_OK;\n\t}\n\t/* The draft first: saved may be ctx. */\n"
+           "\td = t->draft;\n\tcopy_record(d, crec_of(ctx));\n\tif (saved != NULL && !err)\n"
+           "\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n\treturn err;\n",
+           ["refusals-static", "scopes-static", "interpose-exe"],
+           "attach with a saved too small refuses, but publishes the context all the same"),
+    Mutant("refusal-set-attrs", "refusal atomicity", TC,
+           "\tsize = attrs_encode(NULL, ctx->capacity, attrs, n);\n\tif (size < 0)\n\t\treturn size;\n"
+           "\tattrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n);\n",
+           "\tsize = attrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n);\n"
+           "\tif (size < 0)\n\t\treturn size;\n",
+           ["refusals-static", "api-static"],
+           "a refused set_attrs leaves the context's attributes half-written"),
+    Mutant("refusal-ids", "refusal atomicity", TC,
+           "\treturn no_trace == no_span && !(no_trace && trace_flags != 0);",
+           "\treturn (no_trace == no_span || no_span) && !(no_trace && trace_flags != 0);",
+           ["api-static", "refusals-static"],
+           "a trace id without a span id (or the reverse) is accepted"),
+    Mutant("bound-capacity", "bounds", TC,
+           "\t\tif (size + ENTRY_HEADER + len > capacity)",
+           "\t\tif (size + ENTRY_HEADER + len > capacity + 1)",
+           ["refusals-static"], "attributes one byte over the capacity are accepted"),
     # Bounds: readers stay inside the record, whatever it says.
     Mutant("bound-entry-key", "bounds", "src/reader.c",
            "if (at + 2 > size ||", "if (at + 1 > size ||",
@@ -102,72 +196,63 @@ MUTANTS = [
     Mutant("bound-copy-avail", "bounds", "src/reader.c",
            "\tif (size > avail)\n\t\tsize = avail;\n", "\tif (size > avail + 1)\n\t\tsize = avail;\n",
            READER + ["record-static"], "a record decoded from a short buffer is read past it"),
-    Mutant("bound-capacity", "bounds", "src/thread_ctx.c",
-           "\t\tif (size + ENTRY_HEADER + len > capacity)",
-           "\t\tif (size + ENTRY_HEADER + len > capacity + 1)",
-           ["refusals-static"], "attributes one byte over the capacity are accepted"),
-    # A refused call changes nothing.
-    Mutant("refusal-copy-back", "refusal atomicity", "src/thread_ctx.c",
-           "\t\t\tif (edits)\n\t\t\t\totel__copy_bytes(",
-           "\t\t\tif (edits & 0x40000000u)\n\t\t\t\totel__copy_bytes(",
-           ["refusals-static"], "a refused set_attrs leaves the draft half-written"),
-    Mutant("refusal-stale", "refusal atomicity", "src/thread_ctx.c",
-           "\t\t\telse\n\t\t\t\tctx->stale |= FIELD_ATTRS;\n", "\n",
-           ["refusals-static"], "a refused set_attrs leaves its bytes in a draft said "
-           "to be up to date"),
-    Mutant("refusal-ids", "refusal atomicity", "src/thread_ctx.c",
-           "\treturn no_trace == no_span && !(no_trace && trace_flags != 0);",
-           "\treturn (no_trace == no_span || no_span) && !(no_trace && trace_flags != 0);",
-           API, "a trace id without a span id (or the reverse) is accepted"),
     # The valid check.
     Mutant("valid-check", "valid", "src/reader.c",
            "if (out->valid != 1)", "if (out->valid == 0)",
            READER, "a record whose valid is 2 is read"),
-    # No allocation and no lock where the header says so (the storm's
-    # handler runs these with both forbidden).
-    Mutant("alloc-span-id", "no allocation", "src/thread_ctx.c",
-           "\tif (!span_fits(ctx, span_id))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
-           "\tmemcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);\n\tswap_records(ctx);",
-           "\tif (!span_fits(ctx, span_id))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
+    # No allocation and no lock where the header says so (the signal
+    # storm's handler runs these with both forbidden).
+    Mutant("alloc-span-id", "no allocation", TC,
+           "\tif (all_zero(t->pub->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
+           "\td = draft_for(t, FIELD_SPAN);\n",
+           "\tif (all_zero(t->pub->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
            "\t{ void *volatile scratch = malloc(16); free(scratch); }\n"
-           "\tmemcpy(edit(ctx, FIELD_SPAN, FIELD_SPAN)->span_id, span_id, 8);\n\tswap_records(ctx);",
-           STORM, "update_span_id allocates"),
+           "\td = draft_for(t, FIELD_SPAN);\n",
+           ["signal-storm-static"], "update_span_id allocates"),
     Mutant("lock-key-count", "no lock", "src/keys.c",
            "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\treturn visible_count();\n}",
            "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\tunsigned int n;\n\n"
            "\tpthread_mutex_lock(&lock);\n\tn = visible_count();\n\tpthread_mutex_unlock(&lock);\n"
            "\treturn n;\n}",
-           STORM, "key_count takes the registry's lock"),
+           ["signal-storm-static"], "key_count takes the registry's lock"),
     # The library never aborts, exits or prints.
     Mutant("no-abort", "never aborts", "src/reader.c",
            "\tif (out == NULL)\n\t\treturn OTEL_THREAD_CTX_ENULL;\n\trec =",
            "\tif (out == NULL) {\n\t\textern void abort(void);\n\t\tabort();\n\t}\n\trec =",
            ["no-abort-exit-print-writer"], "otel_thread_ctx_read(NULL) aborts"),
-    # Thread exit: unpublish first, then free.
-    Mutant("exit-free-order", "free order at thread exit", "src/thread_ctx.c",
-           "\tpublish(t, NULL);\n\tt->ctx = NULL;\n\tif (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD))\n"
-           "\t\tfree(ctx);\n\telse\n\t\tlet_go(ctx, exiting);\n",
-           "\tif (exiting && (ctx->flags & OTEL_THREAD_CTX_FREE_WITH_THREAD)) {\n\t\tfree(ctx);\n"
-           "\t\tpublish(t, NULL);\n\t\tt->ctx = NULL;\n\t\treturn;\n\t}\n"
-           "\tpublish(t, NULL);\n\tt->ctx = NULL;\n\tlet_go(ctx, exiting);\n",
-           ["thread-exit-static"], "a context handed to its thread is freed while the "
-           "slot still points into it"),
-    Mutant("exit-no-detach", "free order at thread exit", "src/thread_ctx.c",
-           "\tif (t->ctx != NULL)\n\t\tdetach_thread(t, true);\n\tfree_deferred();",
-           "\tfree_deferred();",
-           ["thread-exit-static"], "a thread that exits attached keeps its claim"),
-    # Ownership.
-    Mutant("own-claim", "ownership", "src/thread_ctx.c",
-           "\tif (seen != 0 && live_token(seen))\n\t\treturn false;\n",
-           "",
-           ["api-static", "attach-race"], "two threads attach one context"),
-    Mutant("own-frozen-ref", "ownership", "src/thread_ctx.c",
-           "\t\t\t__atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);\n\t\telse if",
-           "\t\t\t(void)0;\n\t\telse if",
-           ["async-static"], "a thread attaches a frozen context without a reference"),
-    Mutant("own-fork", "ownership", "src/thread_ctx.c",
-           "\tif (t->ctx != NULL)\n\t\t__atomic_store_n(&t->ctx->owner, t->token, __ATOMIC_RELAXED);\n",
-           "", ["fork-static"], "after fork the child's thread no longer owns what it attached"),
+    # Thread exit: the slot NULL first, then the records back to the pool.
+    Mutant("exit-give-first", "thread exit", TC,
+           "\tpublish(t, NULL);\n\tfirst = t->pub < t->draft ? t->pub : t->draft;\n"
+           "\tt->pub = NULL;\n\tt->draft = NULL;\n\totel__pool_give((struct otel__pair *)(void *)first);\n",
+           "\tfirst = t->pub < t->draft ? t->pub : t->draft;\n"
+           "\totel__pool_give((struct otel__pair *)(void *)first);\n\tpublish(t, NULL);\n"
+           "\tt->pub = NULL;\n\tt->draft = NULL;\n",
+           ["exit-order", "thread-exit-static"],
+           "an exiting thread gives its records back while its slot still leads to one"),
+    Mutant("exit-no-unpublish", "thread exit", TC,
+           "\tpublish(t, NULL);\n\tfirst = t->pub < t->draft ? t->pub : t->draft;\n",
+           "\tfirst = t->pub < t->draft ? t->pub : t->draft;\n",
+           ["exit-order", "thread-exit-static", "load-startup", "interpose-exe"],
+           "an exiting thread gives its records back and leaves its slot leading to one"),
+    # fork(): the child's only thread keeps its records, the others' go back.
+    Mutant("fork-own-pair", "fork", POOL,
+           "\t\t\tif (owner != NULL && owner != self)\n",
+           "\t\t\tif (owner != NULL && (owner != self || self != NULL))\n",
+           ["pool-fork", "fork-static"],
+           "the child gives back the records of the thread that forked, which it publishes"),
+    Mutant("fork-no-reclaim", "fork", TC,
+           "\totel__pool_reclaim_after_fork(otel__thread_self());\n", "",
+           ["fork-static"], "the child keeps the records of the parent's other threads"),
+    # The pool.
+    Mutant("pool-aba", "pool", POOL,
+           "((head >> 32) + 1) << 32", "(head >> 32) << 32",
+           ["pool-race"], "the free list's head does not count its changes: a stale "
+           "compare-and-swap hands one pair to two threads (ABA)", every=True,
+           env={"OTEL_TEST_POOL_SECONDS": "10"}),
+    Mutant("pool-valid", "pool", POOL,
+           "\tp->rec[0].valid = 1;\n\tp->rec[1].valid = 1;\n", "",
+           ["pool-race", "load-startup", "record-static"],
+           "records taken from a new slab are published with valid 0"),
     # The TLSDESC access: the bytes linkers relax, the call's environment.
     Mutant("tlsdesc-bytes", "TLSDESC bytes", "arch/x86_64/tlsdesc.h",
            "\"lea\t\" sym \"@tlsdesc(%%rip), %%rax\\n\\t\"",
@@ -185,9 +270,10 @@ CONFIGS = {
 }
 
 
-def run(cmd, cwd, timeout=None, log=None):
+def run(cmd, cwd, timeout=None, log=None, env=None):
     proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False,
+                          env=dict(os.environ, **env) if env else None)
     if log is not None:
         with open(log, "ab") as f:
             f.write(b"$ " + " ".join(cmd).encode() + b"\n" + proc.stdout)
@@ -212,14 +298,96 @@ def apply(src_dir, m):
     path = os.path.join(src_dir, m.path)
     text = open(path, encoding="utf-8").read()
     count = text.count(m.old)
-    if count == 0 or (m.nth == 0 and count != 1) or m.nth >= max(count, 1):
-        return None
-    at = -1
-    for _ in range(m.nth + 1):
-        at = text.index(m.old, at + 1)
+    if m.every:
+        if count == 0:
+            return None
+        mutated = text.replace(m.old, m.new)
+    else:
+        if count == 0 or (m.nth == 0 and count != 1) or m.nth >= max(count, 1):
+            return None
+        at = -1
+        for _ in range(m.nth + 1):
+            at = text.index(m.old, at + 1)
+        mutated = text[:at] + m.new + text[at + len(m.old):]
+    for old, new in m.also:
+        if mutated.count(old) != 1:
+            return None
+        mutated = mutated.replace(old, new)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(text[:at] + m.new + text[at + len(m.old):])
+        f.write(mutated)
     return text
+
+
+def introspect(bdir, what):
+    out = subprocess.run(["meson", "introspect", what, bdir], stdout=subprocess.PIPE,
+                         check=True).stdout
+    return json.loads(out)
+
+
+def test_targets(bdir, names):
+    """What ninja must build for the tests `names` to run: the targets each
+    depends on (its executable, and the ones in its arguments), as paths
+    relative to the build directory.  Unknown test names are returned
+    apart."""
+    tests = {t["name"]: t for t in introspect(bdir, "--tests")}
+    files = {t["id"]: t["filename"] for t in introspect(bdir, "--targets")}
+    wanted, unknown = set(), []
+    for name in names:
+        if name not in tests:
+            unknown.append(name)
+            continue
+        for dep in tests[name]["depends"]:
+            for f in files.get(dep, []):
+                wanted.add(os.path.relpath(f, bdir))
+    return sorted(wanted), unknown
+
+
+def objects_of(bdir, path):
+    """The object files ninja compiles from source `path` in this build;
+    for a header, every object of the libraries (src/)."""
+    base = os.path.basename(path)
+    out = subprocess.run(["ninja", "-C", bdir, "-t", "targets", "all"], stdout=subprocess.PIPE,
+                         check=True).stdout.decode()
+    objs = []
+    for line in out.splitlines():
+        target = line.split(":")[0]
+        name = os.path.basename(target)
+        if not name.endswith(".o"):
+            continue
+        if path.endswith(".h"):
+            if target.startswith("src/"):
+                objs.append(target)
+        elif name == base + ".o" or name.endswith("_" + base + ".o"):
+            objs.append(target)
+    return sorted(objs)
+
+
+MEMORY = re.compile(r"\(|\bcall|\bjmp\s+\*")
+
+
+def memory_accesses(bdir, objs):
+    """Per function, the instructions that touch memory or call, registers
+    left out: what a compiler barrier can change.  (Register moves and the
+    choice of registers are not.)"""
+    sig = []
+    for obj in objs:
+        out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", os.path.join(bdir, obj)],
+                             stdout=subprocess.PIPE, check=True).stdout.decode()
+        for line in out.splitlines():
+            head = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+            if head:
+                sig.append("fn " + head.group(1))
+                continue
+            parts = line.split("\t", 2)
+            if len(parts) < 3:
+                continue
+            insn = parts[2].split("#")[0].strip()
+            if not MEMORY.search(insn) or insn.startswith("lea") or insn.startswith("nop"):
+                continue
+            insn = re.sub(r"%[a-z0-9]+", "%r", insn)
+            insn = re.sub(r"\b[0-9a-f]+ <", "<", insn)
+            sig.append(insn)
+    return sig
 
 
 def main():
@@ -228,11 +396,18 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--workdir", help="where the copy and its builds live (kept)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per mutant's tests")
+    ap.add_argument("--without", action="append", default=[], metavar="TEST",
+                    help="leave this test out of every mutant's tests (repeatable); a mutant "
+                    "left with none is reported unverified")
+    ap.add_argument("--build-only", action="store_true",
+                    help="only check that each mutant applies and its file still compiles")
     args = ap.parse_args()
 
     if args.list:
         for m in MUTANTS:
-            print(f"{m.ident:20} {m.area:26} {m.why}")
+            print(f"{m.ident:26} {m.area:20} {m.why}")
+            print(f"{'':26} {'':20} caught by: {' '.join(m.tests)}"
+                  + (f" ({m.build} build)" if m.build != "gcc" else ""))
         return 0
     known = {m.ident: m for m in MUTANTS}
     unknown = [i for i in args.ids if i not in known]
@@ -240,6 +415,7 @@ def main():
         print("mutate.py: unknown mutant(s): " + " ".join(unknown), file=sys.stderr)
         return 2
     chosen = [known[i] for i in args.ids] if args.ids else MUTANTS
+    tests_of = {m.ident: [t for t in m.tests if t not in args.without] for m in chosen}
 
     work = args.workdir or tempfile.mkdtemp(prefix="otel-mutate-")
     src = os.path.join(work, "src-tree")
@@ -249,36 +425,64 @@ def main():
     open(log, "w").close()
     print(f"work directory {work} (log: {log})", flush=True)
 
-    builds = {}
+    builds, targets, objects, baseline = {}, {}, {}, {}
     for name in sorted({m.build for m in chosen}):
         bdir = os.path.join(work, "build-" + name)
         if not os.path.exists(os.path.join(bdir, "build.ninja")):
             if run(["meson", "setup", bdir] + CONFIGS[name], src, log=log) != 0:
                 print(f"mutate.py: cannot configure {name}; see {log}", file=sys.stderr)
                 return 2
-        if run(["ninja", "-C", bdir], src, log=log) != 0 or \
-                run(["meson", "test", "-C", bdir, "--no-rebuild", "-q"] +
-                    sorted({t for m in chosen if m.build == name for t in m.tests}),
-                    src, timeout=args.timeout, log=log) != 0:
+        builds[name] = bdir
+        mine = [m for m in chosen if m.build == name]
+        names = sorted({t for m in mine for t in tests_of[m.ident]})
+        wanted, missing = test_targets(bdir, names)
+        if missing and not args.build_only:
+            print(f"mutate.py: no test named {' '.join(missing)} in the {name} build "
+                  "(the set needs updating)", file=sys.stderr)
+            return 2
+        for m in mine:
+            if m.path not in objects:
+                objects[m.path] = objects_of(bdir, m.path)
+        objs = sorted({o for m in mine for o in objects[m.path]})
+        targets[name] = objs if args.build_only else wanted + objs
+        if run(["ninja", "-C", bdir] + targets[name], src, log=log) != 0:
+            print(f"mutate.py: the unmutated {name} build fails to build; see {log}",
+                  file=sys.stderr)
+            return 2
+        if not args.build_only and names and \
+                run(["meson", "test", "-C", bdir, "--no-rebuild", "-q"] + names, src,
+                    timeout=args.timeout, log=log) != 0:
             print(f"mutate.py: the unmutated {name} build fails its tests; see {log}",
                   file=sys.stderr)
             return 2
-        builds[name] = bdir
+        for m in mine:
+            if m.may_be_equivalent:
+                baseline[(name, m.path)] = memory_accesses(bdir, objects[m.path])
 
     results = {}
     for m in chosen:
         start = time.monotonic()
+        bdir = builds[m.build]
         original = apply(src, m)
         if original is None:
             verdict = "stillborn (the change no longer applies)"
         else:
             try:
-                if run(["ninja", "-C", builds[m.build]], src, log=log) != 0:
+                if run(["ninja", "-C", bdir] + (objects[m.path] if args.build_only else
+                                                targets[m.build]), src, log=log) != 0:
                     verdict = "stillborn (does not build)"
+                elif args.build_only:
+                    verdict = "builds"
+                elif m.may_be_equivalent and \
+                        memory_accesses(bdir, objects[m.path]) == baseline[(m.build, m.path)]:
+                    verdict = "equivalent (the same memory accesses, in the same order)"
+                elif not tests_of[m.ident]:
+                    verdict = "unverified (every test that guards it was left out)"
                 else:
                     try:
-                        rc = run(["meson", "test", "-C", builds[m.build], "--no-rebuild",
-                                  "-q"] + m.tests, src, timeout=args.timeout, log=log)
+                        rc = run(["meson", "test", "-C", bdir, "--no-rebuild", "-q",
+                                  "--print-errorlogs"] + tests_of[m.ident], src,
+                                 timeout=args.timeout, log=log, env=m.env)
                         verdict = "killed" if rc != 0 else "SURVIVED"
                     except subprocess.TimeoutExpired:
                         verdict = "killed (timeout)"
@@ -286,15 +490,21 @@ def main():
                 with open(os.path.join(src, m.path), "w", encoding="utf-8") as f:
                     f.write(original)
         results[m.ident] = verdict
-        print(f"{m.ident:20} {verdict:10} {time.monotonic() - start:6.0f} s  {m.why}",
+        print(f"{m.ident:26} {verdict:10} {time.monotonic() - start:6.0f} s  {m.why}",
               flush=True)
 
     # Leave the builds matching the unmutated tree.
-    for bdir in builds.values():
-        run(["ninja", "-C", bdir], src, log=log)
+    for name, bdir in builds.items():
+        run(["ninja", "-C", bdir] + targets[name], src, log=log)
+    if args.build_only:
+        good = sum(v == "builds" for v in results.values())
+        print(f"{good} of {len(results)} mutants apply and build")
+        return 0 if good == len(results) else 1
     killed = sum(v.startswith("killed") for v in results.values())
-    print(f"{killed} of {len(results)} mutants killed")
-    return 0 if killed == len(results) else 1
+    equivalent = sum(v.startswith("equivalent") for v in results.values())
+    print(f"{killed} of {len(results)} mutants killed"
+          + (f", {equivalent} equivalent (same machine code)" if equivalent else ""))
+    return 0 if killed + equivalent == len(results) else 1
 
 
 if __name__ == "__main__":

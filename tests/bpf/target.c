@@ -9,11 +9,14 @@
  * MODE:
  *   storm    THREADS writers (default 3) publish records records.h derives
  *            from sequence numbers, as fast as they can, by every path the
- *            API has: update of the attached context, update_attach of
- *            another, update then attach, detach then update_attach, and
- *            update_all
+ *            API has: update of a context, attach with `saved` (another
+ *            context, or the attached one itself), update_all, update_all
+ *            then the update_span_id and update_trace_flags fast paths
+ *            republishing the same fields, detach with `saved` then the
+ *            update of what was saved, save then update
  *   values   THREADS threads (default 3) each publish one fixed record
- *            (records.h, values_record) and spin
+ *            (records.h, values_record), a copy of a context they then
+ *            destroy (even threads) or with update_all (odd ones), and spin
  *   hostile  one spinning thread per case: "edge" (a valid record that
  *            ends 2 bytes before an inaccessible page), "invalid" (valid
  *            0), "oversized" (attrs_data_size 700), "unmapped" (a pointer
@@ -51,16 +54,17 @@
  * symbols. */
 static struct {
 	int (*create)(otel_thread_ctx **);
-	int (*destroy)(otel_thread_ctx *);
+	void (*destroy)(otel_thread_ctx *);
 	int (*set_ids)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t);
 	int (*set_attrs)(otel_thread_ctx *, const struct otel_thread_ctx_attr *, size_t);
-	int (*update)(otel_thread_ctx *);
-	int (*update_all)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t,
+	int (*attach)(const otel_thread_ctx *, otel_thread_ctx *);
+	int (*update)(const otel_thread_ctx *);
+	int (*detach)(otel_thread_ctx *);
+	int (*save)(otel_thread_ctx *);
+	int (*update_span_id)(const uint8_t[8]);
+	int (*update_trace_flags)(uint8_t);
+	int (*update_all)(const uint8_t[16], const uint8_t[8], uint8_t,
 			  const struct otel_thread_ctx_attr *, size_t);
-	int (*attach)(otel_thread_ctx *, otel_thread_ctx **);
-	int (*update_attach)(otel_thread_ctx *, otel_thread_ctx **);
-	int (*detach)(otel_thread_ctx **);
-	otel_thread_ctx *(*current)(void);
 	int (*key_register)(const char *, unsigned int *);
 	int (*publish)(const struct otel_thread_ctx_process_attr *, size_t);
 } api;
@@ -111,12 +115,13 @@ static void load(const char *lib)
 		api.destroy = otel_thread_ctx_destroy;
 		api.set_ids = otel_thread_ctx_set_ids;
 		api.set_attrs = otel_thread_ctx_set_attrs;
-		api.update = otel_thread_ctx_update;
-		api.update_all = otel_thread_ctx_update_all;
 		api.attach = otel_thread_ctx_attach;
-		api.update_attach = otel_thread_ctx_update_attach;
+		api.update = otel_thread_ctx_update;
 		api.detach = otel_thread_ctx_detach;
-		api.current = otel_thread_ctx_current;
+		api.save = otel_thread_ctx_save;
+		api.update_span_id = otel_thread_ctx_update_span_id;
+		api.update_trace_flags = otel_thread_ctx_update_trace_flags;
+		api.update_all = otel_thread_ctx_update_all;
 		api.key_register = otel_thread_ctx_key_register;
 		api.publish = otel_thread_ctx_process_publish;
 		return;
@@ -126,12 +131,13 @@ static void load(const char *lib)
 	*(void **)&api.destroy = sym("otel_thread_ctx_destroy");
 	*(void **)&api.set_ids = sym("otel_thread_ctx_set_ids");
 	*(void **)&api.set_attrs = sym("otel_thread_ctx_set_attrs");
-	*(void **)&api.update = sym("otel_thread_ctx_update");
-	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
 	*(void **)&api.attach = sym("otel_thread_ctx_attach");
-	*(void **)&api.update_attach = sym("otel_thread_ctx_update_attach");
+	*(void **)&api.update = sym("otel_thread_ctx_update");
 	*(void **)&api.detach = sym("otel_thread_ctx_detach");
-	*(void **)&api.current = sym("otel_thread_ctx_current");
+	*(void **)&api.save = sym("otel_thread_ctx_save");
+	*(void **)&api.update_span_id = sym("otel_thread_ctx_update_span_id");
+	*(void **)&api.update_trace_flags = sym("otel_thread_ctx_update_trace_flags");
+	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
 	*(void **)&api.key_register = sym("otel_thread_ctx_key_register");
 	*(void **)&api.publish = sym("otel_thread_ctx_process_publish");
 }
@@ -149,49 +155,61 @@ static int stopped(void)
 
 /* --- storm --------------------------------------------------------------- */
 
-/* Record n as the draft of ctx, through the setters or update_all. */
-static int draft(otel_thread_ctx *ctx, uint64_t n)
+/* The attribute entries of record r, as the list the API takes. */
+static size_t attrs_of(const struct otel_thread_ctx_record *r, struct otel_thread_ctx_attr attrs[4])
+{
+	size_t k = 0, at = 0;
+
+	while (at < r->attrs_data_size && k < 4) {
+		attrs[k].key = r->attrs_data[at];
+		attrs[k].len = r->attrs_data[at + 1];
+		attrs[k].value = r->attrs_data + at + 2;
+		at += 2u + r->attrs_data[at + 1];
+		k++;
+	}
+	return k;
+}
+
+/* Makes ctx hold record n, through the setters. */
+static int put(otel_thread_ctx *ctx, uint64_t n)
 {
 	struct otel_thread_ctx_record r;
 	struct otel_thread_ctx_attr attrs[4];
-	size_t k = 0, at = 0;
+	size_t k;
 	int rc;
 
 	storm_record(n, &r);
-	while (at < r.attrs_data_size) {
-		attrs[k].key = r.attrs_data[at];
-		attrs[k].len = r.attrs_data[at + 1];
-		attrs[k].value = r.attrs_data + at + 2;
-		at += 2u + r.attrs_data[at + 1];
-		k++;
-	}
+	k = attrs_of(&r, attrs);
 	rc = api.set_ids(ctx, r.trace_id, r.span_id, r.trace_flags);
 	if (rc == 0)
 		rc = api.set_attrs(ctx, attrs, k);
 	return rc;
 }
 
-static int commit_all(otel_thread_ctx *ctx, uint64_t n)
+/* The calling thread publishes record n with update_all; with `fast`, it
+ * then publishes the same span id and flags again through the fast paths,
+ * which copy the other fields from the record they replace. */
+static int publish_all(uint64_t n, int fast)
 {
 	struct otel_thread_ctx_record r;
 	struct otel_thread_ctx_attr attrs[4];
-	size_t k = 0, at = 0;
+	size_t k;
+	int rc;
 
 	storm_record(n, &r);
-	while (at < r.attrs_data_size) {
-		attrs[k].key = r.attrs_data[at];
-		attrs[k].len = r.attrs_data[at + 1];
-		attrs[k].value = r.attrs_data + at + 2;
-		at += 2u + r.attrs_data[at + 1];
-		k++;
-	}
-	return api.update_all(ctx, r.trace_id, r.span_id, r.trace_flags, attrs, k);
+	k = attrs_of(&r, attrs);
+	rc = api.update_all(r.trace_id, r.span_id, r.trace_flags, attrs, k);
+	if (rc == 0 && fast)
+		rc = api.update_span_id(r.span_id);
+	if (rc == 0 && fast)
+		rc = api.update_trace_flags(r.trace_flags);
+	return rc;
 }
 
 static void *storm(void *arg)
 {
 	struct thread *t = arg;
-	otel_thread_ctx *cur = NULL, *other = NULL, *prev;
+	otel_thread_ctx *cur = NULL, *other = NULL, *saved = NULL;
 	uint64_t n = storm_base(t->index) + 1;
 	int rc;
 
@@ -200,54 +218,61 @@ static void *storm(void *arg)
 	if (rc == 0)
 		rc = api.create(&other);
 	if (rc == 0)
-		rc = draft(cur, n);
+		rc = api.create(&saved);
 	if (rc == 0)
-		rc = api.update_attach(cur, &prev);
+		rc = put(cur, n);
+	if (rc == 0)
+		rc = api.update(cur);
 	__atomic_store_n(&t->last, n, __ATOMIC_RELAXED);
 	pthread_barrier_wait(&ready);
+	/* Sequence numbers only grow: no path puts an older record back. */
 	while (rc == 0 && !stopped()) {
 		n++;
-		switch (n % 6) {
-		case 0:
-		case 2: /* a new record for the attached context */
-			rc = draft(cur, n);
+		switch (n % 7) {
+		case 0: /* a context's new record */
+			rc = put(cur, n);
 			if (rc == 0)
 				rc = api.update(cur);
 			break;
-		case 1: /* switch to the other context and its new data at once */
-			rc = draft(other, n);
+		case 1: /* another context, the record it replaces saved */
+			rc = put(other, n);
 			if (rc == 0)
-				rc = api.update_attach(other, &prev);
-			other = prev, cur = api.current();
+				rc = api.attach(other, saved);
 			break;
-		case 3: /* commit while detached, then attach */
-			rc = draft(other, n);
+		case 2: /* everything in one call */
+			rc = publish_all(n, 0);
+			break;
+		case 3: /* and the fast paths after it */
+			rc = publish_all(n, 1);
+			break;
+		case 4: /* unpublish for a moment; what was saved, edited, back */
+			rc = api.detach(saved);
+			if (rc == 0)
+				rc = put(saved, n);
+			if (rc == 0)
+				rc = api.update(saved);
+			break;
+		case 5: /* a context attached with itself as `saved` */
+			rc = put(cur, n);
+			if (rc == 0)
+				rc = api.attach(cur, cur);
+			break;
+		case 6: /* save, then a context's new record */
+			rc = api.save(saved);
+			if (rc == 0)
+				rc = put(other, n);
 			if (rc == 0)
 				rc = api.update(other);
-			if (rc == 0)
-				rc = api.attach(other, &prev);
-			other = prev, cur = api.current();
-			break;
-		case 4: /* unpublish for a moment */
-			rc = api.detach(&prev);
-			if (rc == 0)
-				rc = draft(cur, n);
-			if (rc == 0)
-				rc = api.update_attach(cur, &prev);
-			break;
-		case 5: /* everything in one call */
-			rc = commit_all(cur, n);
 			break;
 		}
 		/* Published (or failed) by now. */
 		__atomic_store_n(&t->last, n, __ATOMIC_RELAXED);
 	}
 	if (rc == 0)
-		rc = api.detach(&prev);
-	if (rc == 0)
-		rc = api.destroy(cur);
-	if (rc == 0)
-		rc = api.destroy(other);
+		rc = api.detach(NULL);
+	api.destroy(cur);
+	api.destroy(other);
+	api.destroy(saved);
 	t->rc = rc;
 	if (rc != 0)
 		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
@@ -267,7 +292,7 @@ static void *values(void *arg)
 	struct thread *t = arg;
 	struct otel_thread_ctx_record r;
 	struct otel_thread_ctx_attr attrs[VALUES_KEYS];
-	otel_thread_ctx *ctx, *prev;
+	otel_thread_ctx *ctx;
 	size_t k = 0, at = 0;
 	char name[16];
 
@@ -282,16 +307,24 @@ static void *values(void *arg)
 		at += 2u + r.attrs_data[at + 1];
 		k++;
 	}
-	t->rc = api.create(&ctx);
-	if (t->rc == 0)
-		t->rc = api.update_all(ctx, r.trace_id, r.span_id, r.trace_flags, attrs, k);
-	if (t->rc == 0)
-		t->rc = api.update_attach(ctx, &prev);
+	if (t->index % 2 == 1) {
+		t->rc = api.update_all(r.trace_id, r.span_id, r.trace_flags, attrs, k);
+	} else {
+		/* A copy of the context is published; the context goes. */
+		t->rc = api.create(&ctx);
+		if (t->rc == 0)
+			t->rc = api.set_ids(ctx, r.trace_id, r.span_id, r.trace_flags);
+		if (t->rc == 0)
+			t->rc = api.set_attrs(ctx, attrs, k);
+		if (t->rc == 0)
+			t->rc = api.attach(ctx, NULL);
+		api.destroy(ctx);
+	}
 	if (t->rc != 0)
 		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 	pthread_barrier_wait(&ready);
 	spin();
-	if (t->rc == 0 && (api.detach(&prev) != 0 || api.destroy(ctx) != 0))
+	if (t->rc == 0 && api.detach(NULL) != 0)
 		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 	return NULL;
 }

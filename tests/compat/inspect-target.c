@@ -3,7 +3,8 @@
  * The process test-compat-inspect.c reads from outside: it publishes its
  * process context through libotel-thread-ctx-compat with a key map, then
  * publishes a thread record on its main thread with the project's API,
- * using the map's indices; prints "ready" and waits for its stdin to close.
+ * using the map's indices (a copy of a context, destroyed at once); prints
+ * "ready" and waits for its stdin to close.
  */
 #include <stdio.h>
 
@@ -19,7 +20,7 @@ int main(void)
 		"test", "00000000-0000-4000-8000-000000000003", "inspected", "1.0.0", "c", "0.1.0",
 		"compat-test", NULL, NULL, &config,
 	};
-	otel_thread_ctx *ctx, *prev;
+	otel_thread_ctx *ctx;
 	otel_process_ctx_result r;
 	char buf[64];
 
@@ -28,14 +29,13 @@ int main(void)
 	CHECK_OK(otel_thread_ctx_create(&ctx));
 	CHECK_OK(otel_thread_ctx_set_attr(ctx, 0, "/users/:id", 10));
 	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "42", 2));
-	CHECK_OK(otel_thread_ctx_update(ctx));
-	CHECK_OK(otel_thread_ctx_attach(ctx, &prev));
+	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	otel_thread_ctx_destroy(ctx);
 	printf("ready\n");
 	fflush(stdout);
 	while (fread(buf, 1, sizeof(buf), stdin) > 0)
 		;
-	CHECK_OK(otel_thread_ctx_detach(&prev));
-	CHECK_OK(otel_thread_ctx_destroy(prev));
+	CHECK_OK(otel_thread_ctx_detach(NULL));
 	CHECK(otel_process_ctx_drop_current(), "drop");
 	return 0;
 }

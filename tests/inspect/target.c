@@ -12,11 +12,15 @@
  *   manual   the same records, built here and published by the module's
  *            own code (plain_slot_publish() of plain-slot.c), or stored in
  *            the slot directly when the module only defines it
- *   storm    one thread commits records derived from one counter as fast
- *            as it can (expected.h, storm_fill)
+ *   storm    one thread publishes records derived from one counter as fast
+ *            as it can, with update_all (expected.h, storm_fill)
  *   hostile  one thread per broken record (expected.h, HOSTILE_*)
- *   churn    threads that attach a context and exit, started one after
+ *   churn    threads that publish and exit publishing, started one after
  *            another for as long as the target runs
+ *
+ * Through the library, a thread publishes either a copy of a context it
+ * then destroys (even threads: the inspector reads the copy) or its record
+ * written with update_all (odd threads); both give the same bytes.
  *
  * It publishes a process context naming the keys (when the module has the
  * library), prints "ready" and, per thread to check, " TID:SLOT" (SLOT: the
@@ -43,10 +47,13 @@
 #include "otel_thread_ctx.h"
 
 struct api {
-	int (*create_with)(otel_thread_ctx **, const struct otel_thread_ctx_options *);
-	int (*update_all)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t,
+	int (*create)(otel_thread_ctx **);
+	void (*destroy)(otel_thread_ctx *);
+	int (*set_ids)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8], uint8_t);
+	int (*set_attrs)(otel_thread_ctx *, const struct otel_thread_ctx_attr *, size_t);
+	int (*attach)(const otel_thread_ctx *, otel_thread_ctx *);
+	int (*update_all)(const uint8_t[16], const uint8_t[8], uint8_t,
 			  const struct otel_thread_ctx_attr *, size_t);
-	int (*update_attach)(otel_thread_ctx *, otel_thread_ctx **);
 	int (*key_register)(const char *, unsigned int *);
 	int (*publish)(const struct otel_thread_ctx_process_attr *, size_t);
 };
@@ -109,16 +116,11 @@ static uintptr_t slot_checked(void)
 	return loader;
 }
 
-static const struct otel_thread_ctx_options given = {
-	sizeof(struct otel_thread_ctx_options), OTEL_THREAD_CTX_FREE_WITH_THREAD,
-	OTEL_THREAD_CTX_ATTRS_MAX,
-};
-
 static void publish_library(int i)
 {
 	struct expected_thread e;
 	struct otel_thread_ctx_attr attrs[EXPECTED_MAX_ATTRS];
-	otel_thread_ctx *ctx, *prev;
+	otel_thread_ctx *ctx;
 
 	expected_for(i, &e);
 	for (unsigned k = 0; k < e.nattrs; k++) {
@@ -126,11 +128,16 @@ static void publish_library(int i)
 		attrs[k].len = (unsigned)strlen(e.attrs[k].value);
 		attrs[k].value = (const uint8_t *)e.attrs[k].value;
 	}
-	/* Given to the thread: some threads exit with it attached. */
-	if (api.create_with(&ctx, &given) != 0 ||
-	    api.update_all(ctx, e.trace_id, e.span_id, e.flags, attrs, e.nattrs) != 0 ||
-	    api.update_attach(ctx, &prev) != 0)
-		die("publishing through the library failed");
+	if (i % 2 == 1) {
+		if (api.update_all(e.trace_id, e.span_id, e.flags, attrs, e.nattrs) != 0)
+			die("publishing with update_all failed");
+		return;
+	}
+	/* A copy of the context is published; the context goes at once. */
+	if (api.create(&ctx) != 0 || api.set_ids(ctx, e.trace_id, e.span_id, e.flags) != 0 ||
+	    api.set_attrs(ctx, attrs, e.nattrs) != 0 || api.attach(ctx, NULL) != 0)
+		die("publishing a context failed");
+	api.destroy(ctx);
 }
 
 static void publish_manual(int i)
@@ -170,13 +177,10 @@ static void publish_hostile(int kind)
 static void *storm(void *arg)
 {
 	struct thread *t = arg;
-	otel_thread_ctx *ctx, *prev;
 
 	t->tid = (pid_t)syscall(SYS_gettid);
 	t->slot = (uintptr_t)slot();
 	pthread_setname_np(pthread_self(), "storm");
-	if (api.create_with(&ctx, &given) != 0)
-		die("create");
 	pthread_barrier_wait(&ready);
 	for (uint64_t n = 1; !__atomic_load_n(&stopping, __ATOMIC_RELAXED); n++) {
 		uint8_t trace[16], span[8];
@@ -187,8 +191,7 @@ static void *storm(void *arg)
 		a.key = STORM_KEY;
 		a.len = (unsigned)strlen(value);
 		a.value = (const uint8_t *)value;
-		if (api.update_all(ctx, trace, span, 1, &a, 1) != 0 ||
-		    (n == 1 && api.update_attach(ctx, &prev) != 0))
+		if (api.update_all(trace, span, 1, &a, 1) != 0)
 			die("storm update failed");
 		__atomic_store_n(&t->progress, n, __ATOMIC_RELAXED);
 	}
@@ -199,8 +202,8 @@ static void *short_lived(void *arg)
 {
 	(void)arg;
 	publish_library(0);
-	/* A moment with the context published, then exit with it attached:
-	 * the library frees it (FREE_WITH_THREAD). */
+	/* A moment with the context published, then exit publishing it:
+	 * the thread's records go back to the library's pool. */
 	for (int i = 0; i < 200; i++)
 		sched_yield();
 	return NULL;
@@ -280,17 +283,23 @@ static void setup_api(const char *lib)
 	}
 #ifdef TARGET_LINKED
 	if (lib == NULL) {
-		api.create_with = otel_thread_ctx_create_with;
+		api.create = otel_thread_ctx_create;
+		api.destroy = otel_thread_ctx_destroy;
+		api.set_ids = otel_thread_ctx_set_ids;
+		api.set_attrs = otel_thread_ctx_set_attrs;
+		api.attach = otel_thread_ctx_attach;
 		api.update_all = otel_thread_ctx_update_all;
-		api.update_attach = otel_thread_ctx_update_attach;
 		api.key_register = otel_thread_ctx_key_register;
 		api.publish = otel_thread_ctx_process_publish;
 		return;
 	}
 #endif
-	*(void **)&api.create_with = sym("otel_thread_ctx_create_with");
+	*(void **)&api.create = sym("otel_thread_ctx_create");
+	*(void **)&api.destroy = sym("otel_thread_ctx_destroy");
+	*(void **)&api.set_ids = sym("otel_thread_ctx_set_ids");
+	*(void **)&api.set_attrs = sym("otel_thread_ctx_set_attrs");
+	*(void **)&api.attach = sym("otel_thread_ctx_attach");
 	*(void **)&api.update_all = sym("otel_thread_ctx_update_all");
-	*(void **)&api.update_attach = sym("otel_thread_ctx_update_attach");
 	*(void **)&api.key_register = sym("otel_thread_ctx_key_register");
 	*(void **)&api.publish = sym("otel_thread_ctx_process_publish");
 }

@@ -6,8 +6,11 @@
  * in effect, followed in that module's TLS by thread-locals of its own
  * (sentinels).  The library must publish its records in that slot, which is
  * where readers look, and never write past its 8 bytes: on the main thread
- * through attach, update, update_span_id, update_all, invalidate, detach and
- * destroy, and on threads that exit with a context attached, checked after
+ * through attach (with and without `saved`, refused when `saved` is too
+ * small), update, update_span_id,
+ * update_trace_flags, update_all, save, detach, the attach of a saved
+ * "nothing published", and the destruction of the context a copy of which
+ * is published; and on threads that exit while they publish, checked after
  * the library's thread-exit cleanup by a pthread-key destructor that runs
  * after it.  The self-check names the other module and says the slot is not
  * the library's own, whose definition stays untouched (NULL).
@@ -80,21 +83,26 @@ static void after_library_cleanup(void *arg)
 		__atomic_fetch_add(&exit_failures, 1, __ATOMIC_RELAXED);
 }
 
-static void *exit_attached(void *arg)
+static void *exit_publishing(void *arg)
 {
-	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
-	otel_thread_ctx *ctx, *prev;
+	static const struct otel_thread_ctx_attr attrs[] = { { 1, 6, (const uint8_t *)"worker" } };
+	otel_thread_ctx *ctx;
 
 	(void)arg;
 	CHECK(pthread_setspecific(after_key, (void *)1) == 0, "pthread_setspecific");
-	o.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
-	CHECK_OK(otel_thread_ctx_create_with(&ctx, &o));
+	CHECK_OK(otel_thread_ctx_create(&ctx));
 	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "worker", 6));
-	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
-	CHECK(in_slot() != NULL && memcmp(in_slot()->span_id, span_a, 8) == 0,
+	CHECK_OK(otel_thread_ctx_set_attrs(ctx, attrs, 1));
+	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	/* The thread's copy outlives the context. */
+	otel_thread_ctx_destroy(ctx);
+	CHECK(in_slot() != NULL && memcmp(in_slot()->span_id, span_a, 8) == 0 &&
+	      in_slot()->attrs_data_size == 8,
 	      "a thread's record is not in the other module's slot");
-	CHECK_SENTINELS("a thread attached");
+	CHECK_OK(otel_thread_ctx_update_span_id(span_b));
+	CHECK(memcmp(in_slot()->span_id, span_b, 8) == 0, "a thread's update_span_id is not in "
+	      "the other module's slot");
+	CHECK_SENTINELS("a thread published");
 	return NULL;
 }
 
@@ -103,8 +111,8 @@ int main(int argc, char **argv)
 	static const struct otel_thread_ctx_attr attrs[] = { { 2, 3, (const uint8_t *)"abc" } };
 	const char *where = argc > 1 ? argv[1] : "";
 	unsigned long n = argc > 2 ? strtoul(argv[2], NULL, 10) : env_count("OTEL_TEST_THREADS", 64);
-	otel_thread_ctx *ctx, *other, *prev;
-	const struct otel_thread_ctx_record *r;
+	otel_thread_ctx *ctx, *other, *saved;
+	const struct otel_thread_ctx_record *r, *first;
 
 	if (strcmp(where, "exe") != 0 && strcmp(where, "lib") != 0) {
 		fprintf(stderr, "usage: interpose exe|lib [threads]\n");
@@ -115,9 +123,10 @@ int main(int argc, char **argv)
 
 	CHECK_OK(otel_thread_ctx_create(&ctx));
 	CHECK_OK(otel_thread_ctx_create(&other));
+	CHECK_OK(otel_thread_ctx_create(&saved));
 	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
-	r = in_slot();
+	CHECK_OK(otel_thread_ctx_attach(ctx, saved));
+	r = first = in_slot();
 	CHECK(r != NULL && r->valid == 1 && memcmp(r->trace_id, trace_a, 16) == 0 &&
 	      memcmp(r->span_id, span_a, 8) == 0,
 	      "the record is not in the other module's slot");
@@ -126,47 +135,80 @@ int main(int argc, char **argv)
 	CHECK(*(const void *const *)own_slot_main == NULL,
 	      "the library's own (shadowed) definition was written");
 
-	CHECK_OK(otel_thread_ctx_update_span_id(ctx, span_b));
+	CHECK_OK(otel_thread_ctx_update_span_id(span_b));
 	CHECK(memcmp(in_slot()->span_id, span_b, 8) == 0, "update_span_id is not in the slot");
+	CHECK(in_slot() != first, "update_span_id did not publish another record");
 	CHECK_SENTINELS("update_span_id");
+	CHECK_OK(otel_thread_ctx_update_trace_flags(0));
+	CHECK(in_slot()->trace_flags == 0, "update_trace_flags is not in the slot");
+	CHECK_SENTINELS("update_trace_flags");
 	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "x", 1));
 	CHECK_OK(otel_thread_ctx_update(ctx));
-	CHECK(in_slot()->attrs_data_size == 3, "update is not in the slot");
+	CHECK(in_slot()->attrs_data_size == 3 && memcmp(in_slot()->span_id, span_a, 8) == 0,
+	      "update is not in the slot");
 	CHECK_SENTINELS("update");
-	CHECK_OK(otel_thread_ctx_update_all(ctx, trace_a, span_a, 1, attrs, 1));
+	CHECK_OK(otel_thread_ctx_update_all(trace_a, span_b, 1, attrs, 1));
 	CHECK(in_slot()->attrs_data_size == 5, "update_all is not in the slot");
 	CHECK_SENTINELS("update_all");
-	CHECK_OK(otel_thread_ctx_invalidate(ctx));
-	CHECK(in_slot() == NULL, "invalidate left a record in the slot");
-	CHECK_SENTINELS("invalidate");
-	CHECK_OK(otel_thread_ctx_update(ctx));
-	CHECK(in_slot() != NULL, "update after invalidate");
-	CHECK_OK(otel_thread_ctx_attach(other, &prev));
-	CHECK(prev == ctx && in_slot() != NULL, "attach of another context");
-	CHECK_SENTINELS("attach of another context");
-	CHECK_OK(otel_thread_ctx_detach(&prev));
-	CHECK(prev == other && in_slot() == NULL, "detach");
-	CHECK_SENTINELS("detach");
-	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
-	CHECK_OK(otel_thread_ctx_destroy(ctx));
-	CHECK(in_slot() == NULL, "destroy of the attached context left the slot set");
+	CHECK_OK(otel_thread_ctx_save(other));
+	CHECK_SENTINELS("save");
+	/* A saved too small for what the thread publishes: refused, and the
+	 * slot stays as it was. */
+	{
+		struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
+		otel_thread_ctx *small;
+
+		r = in_slot();
+		o.attrs_capacity = 4;
+		CHECK_OK(otel_thread_ctx_create_with(&small, &o));
+		CHECK(otel_thread_ctx_attach(ctx, small) == OTEL_THREAD_CTX_ENOSPC,
+		      "attach with a saved too small was not refused");
+		CHECK(in_slot() == r && r->attrs_data_size == 5,
+		      "a refused attach changed the slot");
+		CHECK(otel_thread_ctx_detach(small) == OTEL_THREAD_CTX_ENOSPC && in_slot() == r,
+		      "a refused detach changed the slot");
+		otel_thread_ctx_destroy(small);
+		CHECK_SENTINELS("refusals");
+	}
+	/* saved holds "nothing published" (from the first attach): putting
+	 * it back unpublishes. */
+	CHECK_OK(otel_thread_ctx_update(saved));
+	CHECK(in_slot() == NULL, "the update of a saved \"nothing published\" left a record");
+	CHECK_SENTINELS("update of nothing published");
+	CHECK_OK(otel_thread_ctx_attach(other, saved));
+	CHECK(in_slot() != NULL && in_slot()->attrs_data_size == 5 &&
+	      memcmp(in_slot()->span_id, span_b, 8) == 0, "attach of a saved record");
+	CHECK_SENTINELS("attach of a saved record");
+	/* The context destroyed: its copy stays published. */
+	otel_thread_ctx_destroy(other);
+	CHECK(in_slot() != NULL && in_slot()->attrs_data_size == 5,
+	      "the destruction of the context changed the slot");
 	CHECK_SENTINELS("destroy");
-	CHECK_OK(otel_thread_ctx_destroy(other));
+	CHECK_OK(otel_thread_ctx_detach(ctx));
+	CHECK(in_slot() == NULL, "detach left a record in the slot");
+	CHECK_SENTINELS("detach");
+	CHECK_OK(otel_thread_ctx_update(ctx));
+	CHECK(in_slot() != NULL && in_slot()->attrs_data_size == 5, "update of what detach saved");
+	CHECK_OK(otel_thread_ctx_detach(NULL));
+	CHECK(in_slot() == NULL, "detach left a record in the slot");
+	CHECK_SENTINELS("detach");
+	otel_thread_ctx_destroy(ctx);
+	otel_thread_ctx_destroy(saved);
 	CHECK(*(const void *const *)own_slot_main == NULL,
 	      "the library's own (shadowed) definition was written");
 
-	/* Threads that exit with a context attached. */
+	/* Threads that exit while they publish. */
 	CHECK(pthread_key_create(&after_key, after_library_cleanup) == 0, "pthread_key_create");
 	for (unsigned long i = 0; i < n; i++) {
 		pthread_t t;
 
-		CHECK(pthread_create(&t, NULL, exit_attached, NULL) == 0, "pthread_create");
+		CHECK(pthread_create(&t, NULL, exit_publishing, NULL) == 0, "pthread_create");
 		CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 	}
 	CHECK(exit_failures == 0, "%lu of %lu exiting threads left the slot set or the other "
 	      "module's thread-locals overwritten", exit_failures, n);
 	printf("ok: %s defines the slot; records went there, and nothing past its 8 bytes "
-	       "changed (main thread, and %lu threads exiting attached)\n",
+	       "changed (main thread, and %lu threads exiting while they publish)\n",
 	       strcmp(where, "exe") == 0 ? "the executable" : "libforeign", n);
 	return 0;
 }

@@ -62,22 +62,59 @@ static inline uintptr_t thread_pointer(void)
 }
 
 /* The API, called through pointers (a dlopen()ed library has no link-time
- * symbols); named like the functions, for STORM_CALL in storm.h. */
+ * symbols); named like the functions, for STORM_CALL in storm.h.  The whole
+ * thread-context API, so that whatever storm.h calls is here. */
 struct otel_api {
 	int (*otel_thread_ctx_create)(otel_thread_ctx **);
 	int (*otel_thread_ctx_create_with)(otel_thread_ctx **,
 					   const struct otel_thread_ctx_options *);
-	int (*otel_thread_ctx_destroy)(otel_thread_ctx *);
+	void (*otel_thread_ctx_destroy)(otel_thread_ctx *);
 	int (*otel_thread_ctx_set_ids)(otel_thread_ctx *, const uint8_t[16], const uint8_t[8],
 				       uint8_t);
+	int (*otel_thread_ctx_set_span_id)(otel_thread_ctx *, const uint8_t[8]);
+	int (*otel_thread_ctx_set_trace_flags)(otel_thread_ctx *, uint8_t);
+	int (*otel_thread_ctx_clear_ids)(otel_thread_ctx *);
 	int (*otel_thread_ctx_set_attr)(otel_thread_ctx *, unsigned int, const void *, size_t);
 	int (*otel_thread_ctx_remove_attr)(otel_thread_ctx *, unsigned int);
-	int (*otel_thread_ctx_attach)(otel_thread_ctx *, otel_thread_ctx **);
-	int (*otel_thread_ctx_update)(otel_thread_ctx *);
-	int (*otel_thread_ctx_update_attach)(otel_thread_ctx *, otel_thread_ctx **);
-	int (*otel_thread_ctx_detach)(otel_thread_ctx **);
-	otel_thread_ctx *(*otel_thread_ctx_current)(void);
+	int (*otel_thread_ctx_clear_attrs)(otel_thread_ctx *);
+	int (*otel_thread_ctx_clear)(otel_thread_ctx *);
+	int (*otel_thread_ctx_set_attrs)(otel_thread_ctx *, const struct otel_thread_ctx_attr *,
+					 size_t);
+	int (*otel_thread_ctx_copy)(otel_thread_ctx *, const otel_thread_ctx *);
+	int (*otel_thread_ctx_get)(const otel_thread_ctx *, struct otel_thread_ctx_record *);
+	int (*otel_thread_ctx_attach)(const otel_thread_ctx *, otel_thread_ctx *);
+	int (*otel_thread_ctx_update)(const otel_thread_ctx *);
+	int (*otel_thread_ctx_detach)(otel_thread_ctx *);
+	int (*otel_thread_ctx_save)(otel_thread_ctx *);
+	int (*otel_thread_ctx_update_span_id)(const uint8_t[8]);
+	int (*otel_thread_ctx_update_trace_flags)(uint8_t);
+	int (*otel_thread_ctx_update_all)(const uint8_t[16], const uint8_t[8], uint8_t,
+					  const struct otel_thread_ctx_attr *, size_t);
 };
+
+/* Calls M(name) for each function of struct otel_api. */
+#define LOADER_API(M)                                                          \
+	M(otel_thread_ctx_create)                                              \
+	M(otel_thread_ctx_create_with)                                         \
+	M(otel_thread_ctx_destroy)                                             \
+	M(otel_thread_ctx_set_ids)                                             \
+	M(otel_thread_ctx_set_span_id)                                         \
+	M(otel_thread_ctx_set_trace_flags)                                     \
+	M(otel_thread_ctx_clear_ids)                                           \
+	M(otel_thread_ctx_set_attr)                                            \
+	M(otel_thread_ctx_remove_attr)                                         \
+	M(otel_thread_ctx_clear_attrs)                                         \
+	M(otel_thread_ctx_clear)                                               \
+	M(otel_thread_ctx_set_attrs)                                           \
+	M(otel_thread_ctx_copy)                                                \
+	M(otel_thread_ctx_get)                                                 \
+	M(otel_thread_ctx_attach)                                              \
+	M(otel_thread_ctx_update)                                              \
+	M(otel_thread_ctx_detach)                                              \
+	M(otel_thread_ctx_save)                                                \
+	M(otel_thread_ctx_update_span_id)                                      \
+	M(otel_thread_ctx_update_trace_flags)                                  \
+	M(otel_thread_ctx_update_all)
 
 static inline void *loader_sym(void *handle, const char *name)
 {
@@ -87,26 +124,63 @@ static inline void *loader_sym(void *handle, const char *name)
 	return p;
 }
 
-#define LOADER_FN(api, handle, name)                                           \
+#define LOADER_FN(name)                                                        \
 	do {                                                                   \
-		void *p_ = loader_sym((handle), #name);                        \
-		memcpy(&(api)->name, &p_, sizeof(p_));                         \
-	} while (0)
+		void *p_ = loader_sym(handle, #name);                          \
+		memcpy(&api->name, &p_, sizeof(p_));                           \
+	} while (0);
 
 /* Fills *api from `handle` (a dlopen() handle, or RTLD_DEFAULT). */
 static inline void loader_resolve(void *handle, struct otel_api *api)
 {
-	LOADER_FN(api, handle, otel_thread_ctx_create);
-	LOADER_FN(api, handle, otel_thread_ctx_create_with);
-	LOADER_FN(api, handle, otel_thread_ctx_destroy);
-	LOADER_FN(api, handle, otel_thread_ctx_set_ids);
-	LOADER_FN(api, handle, otel_thread_ctx_set_attr);
-	LOADER_FN(api, handle, otel_thread_ctx_remove_attr);
-	LOADER_FN(api, handle, otel_thread_ctx_attach);
-	LOADER_FN(api, handle, otel_thread_ctx_update);
-	LOADER_FN(api, handle, otel_thread_ctx_update_attach);
-	LOADER_FN(api, handle, otel_thread_ctx_detach);
-	LOADER_FN(api, handle, otel_thread_ctx_current);
+	LOADER_API(LOADER_FN)
+}
+
+#define LOADER_LINKED_FN(name) loader_api_->name = name;
+
+/* Fills *api with the functions linked into the program. */
+#define LOADER_LINKED(api)                                                     \
+	do {                                                                   \
+		struct otel_api *loader_api_ = (api);                          \
+		LOADER_API(LOADER_LINKED_FN)                                   \
+	} while (0)
+
+/* The attribute entries of a record, as the list the API takes. */
+static inline size_t loader_attrs_of(const struct otel_thread_ctx_record *r,
+				     struct otel_thread_ctx_attr attrs[8])
+{
+	size_t at = 0, n = 0;
+
+	while (at + 2 <= r->attrs_data_size && n < 8) {
+		attrs[n].key = r->attrs_data[at];
+		attrs[n].len = r->attrs_data[at + 1];
+		attrs[n].value = r->attrs_data + at + 2;
+		at += 2u + r->attrs_data[at + 1];
+		n++;
+	}
+	return n;
+}
+
+/* Makes ctx hold exactly the record r (ids, flags, attributes), whatever
+ * it held.  Returns the first error. */
+static inline int loader_put(const struct otel_api *api, otel_thread_ctx *ctx,
+			     const struct otel_thread_ctx_record *r)
+{
+	struct otel_thread_ctx_attr attrs[8];
+	size_t n = loader_attrs_of(r, attrs);
+	int rc = api->otel_thread_ctx_set_ids(ctx, r->trace_id, r->span_id, r->trace_flags);
+
+	return rc != 0 ? rc : api->otel_thread_ctx_set_attrs(ctx, attrs, n);
+}
+
+/* The calling thread publishes the record r, with update_all. */
+static inline int loader_update_all(const struct otel_api *api,
+				    const struct otel_thread_ctx_record *r)
+{
+	struct otel_thread_ctx_attr attrs[8];
+	size_t n = loader_attrs_of(r, attrs);
+
+	return api->otel_thread_ctx_update_all(r->trace_id, r->span_id, r->trace_flags, attrs, n);
 }
 
 /* The address of the calling thread's slot, as the loader computes it

@@ -4,22 +4,24 @@
  * (built with -DLOAD_LINKED), or dlopen()ed from the path given as first
  * argument.  --expect=static|dynamic names the TLS path the loader must have
  * put the slot on; the program proves it is on that path (loader.h), then on
- * fresh threads checks the published bytes and the thread-exit cleanup:
+ * fresh threads checks the published bytes, memory and thread-exit cleanup:
  *
  * - threads created before the dlopen() (their DTV predates the library)
  *   and after it each make their first access to the library's TLS through
  *   an API call, and on glibc's dynamic path it is that call that allocates
  *   the thread's block (dlpi_tls_data is NULL before it and the block after);
- * - every thread publishes records of its own sequence numbers by attach,
- *   update, detach and update_attach, and a reader's copy through the slot
- *   (dlsym() of otel_thread_ctx_v1) is checked byte by byte (storm.h);
- * - every thread then exits with a context attached, one created with
- *   OTEL_THREAD_CTX_FREE_WITH_THREAD, which the thread frees: the counting allocator
- *   (counting-malloc.h) sees exactly one live block per such thread from the
- *   library while they wait, and none once they have exited (under a
- *   sanitizer, its allocator's byte count grows by the contexts and falls
- *   back; under valgrind, memcheck's leak check decides), and a pthread key
- *   destructor that runs after the library's finds the slot NULL.
+ * - every thread publishes records of its own sequence numbers by update,
+ *   attach with `saved`, detach, the update of what was saved, and
+ *   update_all, and a reader's copy through the slot (dlsym() of
+ *   otel_thread_ctx_v1) is checked byte by byte (storm.h);
+ * - every thread then destroys its contexts and keeps publishing, and
+ *   exits so: the counting allocator (counting-malloc.h) sees every context
+ *   the library allocated and no live block from it while all the threads
+ *   publish (their records come from the library's pool, not the heap), and
+ *   none once they have exited (under a sanitizer, its allocator's byte
+ *   count grows by less than a record per thread; under valgrind, memcheck's
+ *   leak check decides); a pthread key destructor that runs after the
+ *   library's finds the slot NULL.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -41,7 +43,7 @@ static struct module mod;
 static enum tls_path expect;
 
 static pthread_barrier_t loaded;   /* early threads wait for the library */
-static pthread_barrier_t attached; /* all threads hold a context */
+static pthread_barrier_t attached; /* all threads publish */
 static pthread_barrier_t counted;  /* the main thread has counted them */
 static pthread_key_t after_key;    /* created after the library's own key */
 #define RECORD sizeof(struct otel_thread_ctx_record)
@@ -66,6 +68,24 @@ static void check_published(const struct otel_thread_ctx_record *volatile *slot,
 	      (unsigned long long)seq, (unsigned long long)n);
 }
 
+/* The reader's view through `slot`: record r, but with this span id and
+ * these flags. */
+static void check_fields(const struct otel_thread_ctx_record *volatile *slot,
+			 const struct otel_thread_ctx_record *r, const uint8_t span[8],
+			 uint8_t flags, const char *after)
+{
+	const struct otel_thread_ctx_record *p = *slot;
+
+	CHECK(p != NULL && p->valid == 1, "after %s: no valid record published", after);
+	CHECK(memcmp(p->trace_id, r->trace_id, 16) == 0, "after %s: another trace id", after);
+	CHECK(memcmp(p->span_id, span, 8) == 0, "after %s: another span id", after);
+	CHECK(p->trace_flags == flags, "after %s: flags %u, expected %u", after, p->trace_flags,
+	      flags);
+	CHECK(p->attrs_data_size == r->attrs_data_size &&
+	      memcmp(p->attrs_data, r->attrs_data, r->attrs_data_size) == 0,
+	      "after %s: other attributes", after);
+}
+
 /* Runs after the library's thread-exit cleanup (its key is older). */
 static void after_library_cleanup(void *arg)
 {
@@ -79,7 +99,8 @@ static void *work(void *arg)
 {
 	struct worker *w = arg;
 	const struct otel_thread_ctx_record *volatile *slot;
-	otel_thread_ctx *ctx = NULL, *prev = NULL;
+	struct otel_thread_ctx_record r, got;
+	otel_thread_ctx *ctx = NULL, *saved = NULL;
 	uint64_t n = w->seq;
 	void *block_before = NULL, *block_after;
 
@@ -89,14 +110,13 @@ static void *work(void *arg)
 	 * before anything touches the library's TLS on this thread. */
 	block_before = module_tls_data(&mod);
 
-	struct otel_thread_ctx_options given = OTEL_THREAD_CTX_OPTIONS_INIT;
-
-	given.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
-	CHECK_OK(api.otel_thread_ctx_create_with(&ctx, &given));
-	CHECK_OK(storm_write_draft(ctx, n));
+	/* Contexts touch no TLS. */
+	CHECK_OK(api.otel_thread_ctx_create(&ctx));
+	CHECK_OK(api.otel_thread_ctx_create(&saved));
+	storm_expected(n, &r);
+	CHECK_OK(loader_put(&api, ctx, &r));
 	/* The thread's first access to the library's TLS. */
-	CHECK_OK(api.otel_thread_ctx_update_attach(ctx, &prev));
-	CHECK(prev == NULL, "a fresh thread had a context attached");
+	CHECK_OK(api.otel_thread_ctx_update(ctx));
 
 	block_after = module_tls_data(&mod);
 	slot = slot_address(lib);
@@ -132,27 +152,63 @@ static void *work(void *arg)
 #ifdef LOAD_LINKED
 	CHECK(slot == &otel_thread_ctx_v1, "dlsym() and the executable disagree on the slot");
 #endif
-
 	check_published(slot, n);
-	CHECK(api.otel_thread_ctx_current() == ctx, "current() is not the attached context");
 
 	/* Every path that changes what the thread publishes. */
-	CHECK_OK(storm_write_draft(ctx, ++n));
-	CHECK_OK(api.otel_thread_ctx_update(ctx));
+	storm_expected(++n, &r);
+	CHECK_OK(loader_put(&api, ctx, &r));
+	CHECK(*slot != NULL, "editing the context unpublished it");
+	check_published(slot, n - 1);
+	CHECK_OK(api.otel_thread_ctx_attach(ctx, saved));
 	check_published(slot, n);
-	CHECK_OK(api.otel_thread_ctx_detach(&prev));
-	CHECK(prev == ctx && *slot == NULL, "detach left the slot at %p", (void *)*slot);
-	CHECK_OK(storm_write_draft(ctx, ++n));
-	CHECK_OK(api.otel_thread_ctx_update(ctx));
-	CHECK(*slot == NULL, "update of a detached context published it");
-	CHECK_OK(api.otel_thread_ctx_attach(ctx, &prev));
+	storm_expected(n - 1, &r);
+	CHECK_OK(api.otel_thread_ctx_get(saved, &got));
+	CHECK(memcmp(&got, &r, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
+	      memcmp(got.attrs_data, r.attrs_data, r.attrs_data_size) == 0,
+	      "attach saved another record than the one published before");
+	CHECK_OK(api.otel_thread_ctx_detach(NULL));
+	CHECK(*slot == NULL, "detach left the slot at %p", (void *)*slot);
+	CHECK_OK(api.otel_thread_ctx_update(saved));
+	check_published(slot, n - 1);
+	storm_expected(++n, &r);
+	CHECK_OK(loader_update_all(&api, &r));
 	check_published(slot, n);
-	CHECK_OK(storm_write_draft(ctx, ++n));
-	CHECK_OK(api.otel_thread_ctx_update_attach(ctx, &prev));
-	CHECK(prev == ctx, "update_attach of the attached context handed back %p", (void *)prev);
+	/* The fast paths copy into the draft only what changed since it was
+	 * last published: away from record n and back, through a refusal
+	 * that wrote into the draft, every step publishes record n's fields
+	 * but the ones it changed. */
+	{
+		static const uint8_t other_span[8] = { 0xee, 1, 2, 3, 4, 5, 6, 7 };
+		uint8_t long_value[200];
+		struct otel_thread_ctx_attr dup[2] = { { 1, 200, long_value },
+						       { 1, 1, long_value } };
+
+		/* The first entry is written into the draft, the second
+		 * refused. */
+		memset(long_value, 'z', sizeof(long_value));
+		CHECK_OK(api.otel_thread_ctx_update_span_id(other_span));
+		check_fields(slot, &r, other_span, r.trace_flags, "update_span_id");
+		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags ^ 1));
+		check_fields(slot, &r, other_span, r.trace_flags ^ 1, "update_trace_flags");
+		CHECK(api.otel_thread_ctx_update_all(r.trace_id, r.span_id, r.trace_flags, dup, 2) ==
+			      OTEL_THREAD_CTX_EDUPKEY,
+		      "update_all with a key twice was not refused");
+		check_fields(slot, &r, other_span, r.trace_flags ^ 1, "a refused update_all");
+		CHECK_OK(api.otel_thread_ctx_update_span_id(r.span_id));
+		check_fields(slot, &r, r.span_id, r.trace_flags ^ 1, "update_span_id after it");
+		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags));
+		check_published(slot, n);
+	}
+	storm_expected(++n, &r);
+	CHECK_OK(loader_put(&api, ctx, &r));
+	CHECK_OK(api.otel_thread_ctx_update(ctx));
 	check_published(slot, n);
 
-	/* Exit with the context attached: the library must free it. */
+	/* The contexts go; what the thread publishes stays, and it exits
+	 * publishing it. */
+	api.otel_thread_ctx_destroy(ctx);
+	api.otel_thread_ctx_destroy(saved);
+	check_published(slot, n);
 	CHECK(pthread_setspecific(after_key, (void *)slot) == 0, "pthread_setspecific");
 	pthread_barrier_wait(&attached);
 	pthread_barrier_wait(&counted);
@@ -211,17 +267,7 @@ int main(int argc, char **argv)
 
 #ifdef LOAD_LINKED
 	lib = RTLD_DEFAULT;
-	api.otel_thread_ctx_create = otel_thread_ctx_create;
-	api.otel_thread_ctx_create_with = otel_thread_ctx_create_with;
-	api.otel_thread_ctx_destroy = otel_thread_ctx_destroy;
-	api.otel_thread_ctx_set_ids = otel_thread_ctx_set_ids;
-	api.otel_thread_ctx_set_attr = otel_thread_ctx_set_attr;
-	api.otel_thread_ctx_remove_attr = otel_thread_ctx_remove_attr;
-	api.otel_thread_ctx_attach = otel_thread_ctx_attach;
-	api.otel_thread_ctx_update = otel_thread_ctx_update;
-	api.otel_thread_ctx_update_attach = otel_thread_ctx_update_attach;
-	api.otel_thread_ctx_detach = otel_thread_ctx_detach;
-	api.otel_thread_ctx_current = otel_thread_ctx_current;
+	LOADER_LINKED(&api);
 	printf("library linked at start-up\n");
 #else
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -246,43 +292,52 @@ int main(int argc, char **argv)
 	for (unsigned long i = 0; i < late; i++)
 		start(&workers[early + i], 0, 1000 * (early + i + 1));
 
-	/* Every thread holds one context now: the count must see them. */
+	/* Every thread publishes now, and holds no context. */
 	pthread_barrier_wait(&attached);
 	live = counting_malloc_live();
 	heap_attached = counting_malloc_heap_bytes();
-	if (mode == COUNTING_MALLOC_BLOCKS)
-		CHECK(live == (long)(early + late),
-		      "%ld live blocks from the library while %lu threads hold one context each",
-		      live, early + late);
-	else if (mode == COUNTING_MALLOC_SANITIZER)
-		CHECK(heap_attached >= heap_start + (early + late) * 2 * RECORD,
-		      "the heap grew by %zu bytes only while %lu threads hold a context each",
-		      heap_attached - heap_start, early + late);
+	if (mode == COUNTING_MALLOC_BLOCKS) {
+		/* Only create allocates: publishing never does. */
+		CHECK(counting_malloc_total() == (long)(2 * (early + late)),
+		      "%ld blocks allocated by the library, for the %lu contexts of %lu threads",
+		      counting_malloc_total(), 2 * (early + late), early + late);
+		CHECK(live == 0, "%ld live blocks from the library while %lu threads publish "
+		      "and hold no context", live, early + late);
+	} else if (mode == COUNTING_MALLOC_SANITIZER) {
+		size_t grown = heap_attached > heap_start ? heap_attached - heap_start : 0;
+
+		/* What the loader and the thread library allocate for a
+		 * thread (a DTV, a dynamic TLS block) is less than a record. */
+		CHECK(grown < (early + late) * RECORD,
+		      "the heap grew by %zu bytes while %lu threads publish and hold no context: "
+		      "records on the heap", grown, early + late);
+	}
 	pthread_barrier_wait(&counted);
 	for (unsigned long i = 0; i < early + late; i++)
 		CHECK(pthread_join(workers[i].t, NULL) == 0, "pthread_join");
 
 	CHECK(slot_not_null_at_exit == 0, "%lu exiting threads still published a record after "
 	      "the library's cleanup", slot_not_null_at_exit);
-	printf("%lu threads (%lu created before the load) exited with a context attached; ",
+	printf("%lu threads (%lu created before the load) exited while they published; ",
 	       early + late, early);
 	if (mode == COUNTING_MALLOC_BLOCKS) {
 		live = counting_malloc_live();
-		printf("library blocks: %ld allocated, %ld live\n", counting_malloc_total(), live);
-		CHECK(live == 0, "%ld contexts of exited threads were not freed", live);
+		printf("library blocks: %ld allocated (the contexts), %ld live\n",
+		       counting_malloc_total(), live);
+		CHECK(live == 0, "%ld blocks of the library are live after the threads exited",
+		      live);
 	} else if (mode == COUNTING_MALLOC_SANITIZER) {
 		/* The sanitizer's allocator counts bytes, the loader's and the
 		 * thread library's too (the DTVs of cached thread stacks stay
 		 * allocated): exited threads may leave some bytes behind,
-		 * never a context (two records) each. */
+		 * never a record each. */
 		size_t heap_end = counting_malloc_heap_bytes();
 		size_t grown = heap_end > heap_start ? heap_end - heap_start : 0;
 
-		printf("heap in use (the sanitizer's count): %zu bytes before, %zu with the "
-		       "contexts, %zu after\n", heap_start, heap_attached, heap_end);
+		printf("heap in use (the sanitizer's count): %zu bytes before, %zu while they "
+		       "published, %zu after\n", heap_start, heap_attached, heap_end);
 		CHECK(grown < (early + late) * RECORD,
-		      "the heap grew by %zu bytes over %lu exited threads: contexts were not "
-		      "freed", grown, early + late);
+		      "the heap grew by %zu bytes over %lu exited threads", grown, early + late);
 	} else {
 		printf("malloc is replaced by a tool (valgrind): its leak check at exit decides\n");
 	}

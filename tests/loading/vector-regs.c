@@ -208,29 +208,42 @@ static void check_published(const struct otel_thread_ctx_record *volatile *slot,
 static unsigned long check_caller(uint64_t n)
 {
 	const struct otel_thread_ctx_record *volatile *slot;
-	otel_thread_ctx *ctx = NULL, *prev = NULL;
+	struct otel_thread_ctx_record r;
+	otel_thread_ctx *ctx = NULL, *saved = NULL;
 	uint64_t resolved = hostile_count();
 	unsigned long calls = 0;
 
-	/* create and the draft setters do not touch TLS. */
+	/* create and the setters do not touch TLS. */
 	CHECK_OK(api.otel_thread_ctx_create(&ctx));
-	CHECK_OK(storm_write_draft(ctx, n));
-	CALL(api.otel_thread_ctx_update_attach(ctx, &prev));
+	CHECK_OK(api.otel_thread_ctx_create(&saved));
+	storm_expected(n, &r);
+	CHECK_OK(loader_put(&api, ctx, &r));
+	CALL(api.otel_thread_ctx_update(ctx));
 	slot = slot_address(lib);
 	check_published(slot, n);
 
-	CALL(storm_write_draft(ctx, ++n));
-	CALL(api.otel_thread_ctx_update(ctx));
+	storm_expected(++n, &r);
+	CALL(loader_put(&api, ctx, &r));
+	CALL(api.otel_thread_ctx_attach(ctx, saved));
 	check_published(slot, n);
-	CALL(api.otel_thread_ctx_detach(&prev));
+	CALL(api.otel_thread_ctx_detach(NULL));
 	CHECK(*slot == NULL, "detach left a record published");
-	CALL(storm_write_draft(ctx, ++n));
-	CALL(api.otel_thread_ctx_update(ctx));
-	CALL(api.otel_thread_ctx_attach(ctx, &prev));
+	CALL(api.otel_thread_ctx_update(saved));
+	check_published(slot, n - 1);
+	CALL(api.otel_thread_ctx_save(saved));
+	storm_expected(++n, &r);
+	CALL(loader_update_all(&api, &r));
 	check_published(slot, n);
-	CALL(api.otel_thread_ctx_detach(&prev));
-	CHECK(prev == ctx, "detach handed back %p", (void *)prev);
-	CHECK_OK(api.otel_thread_ctx_destroy(ctx));
+	CALL(api.otel_thread_ctx_update_trace_flags(r.trace_flags));
+	CALL(api.otel_thread_ctx_update_span_id(r.span_id));
+	check_published(slot, n);
+	CALL(api.otel_thread_ctx_detach(saved));
+	CHECK(*slot == NULL, "detach left a record published");
+	CALL(api.otel_thread_ctx_update(saved));
+	check_published(slot, n);
+	CALL(api.otel_thread_ctx_detach(NULL));
+	api.otel_thread_ctx_destroy(ctx);
+	api.otel_thread_ctx_destroy(saved);
 	check_hostile_calls(resolved, "the library's accesses");
 	return calls;
 }

@@ -96,7 +96,8 @@ static void run(struct worker *w)
 {
 	struct otel_thread_ctx_self_check sc;
 	uint8_t trace[16], span[8];
-	otel_thread_ctx *ctx = NULL, *prev = NULL;
+	otel_thread_ctx *ctx = NULL, *saved = NULL;
+	struct otel_thread_ctx_record back;
 	const struct otel_thread_ctx_record *seen;
 	int rc;
 
@@ -117,7 +118,7 @@ static void run(struct worker *w)
 	if ((rc = otel_thread_ctx_create(&ctx)) != OTEL_THREAD_CTX_OK ||
 	    (rc = otel_thread_ctx_set_ids(ctx, trace, span, 1)) != OTEL_THREAD_CTX_OK ||
 	    (rc = otel_thread_ctx_set_attr(ctx, 1, "probe", 5)) != OTEL_THREAD_CTX_OK ||
-	    (rc = otel_thread_ctx_update_attach(ctx, &prev)) != OTEL_THREAD_CTX_OK)
+	    (rc = otel_thread_ctx_attach(ctx, NULL)) != OTEL_THREAD_CTX_OK)
 		FAIL(w, "publishing failed: %s", otel_thread_ctx_strerror(rc));
 
 	seen = *slot;
@@ -148,14 +149,19 @@ static void run(struct worker *w)
 	if (seen == NULL || memcmp(seen->span_id, span, 8) != 0)
 		FAIL(w, "the update is not seen through the compiler's otel_thread_ctx_v1");
 
-	/* Everyone holds a context now: the slots must all be distinct. */
+	/* Every thread publishes now: the slots must all be distinct. */
 	pthread_barrier_wait(&all_alive);
 	w->waited = 1;
 
-	if ((rc = otel_thread_ctx_detach(&prev)) != OTEL_THREAD_CTX_OK || prev != ctx)
+	if ((rc = otel_thread_ctx_create(&saved)) != OTEL_THREAD_CTX_OK ||
+	    (rc = otel_thread_ctx_detach(saved)) != OTEL_THREAD_CTX_OK ||
+	    (rc = otel_thread_ctx_get(saved, &back)) != OTEL_THREAD_CTX_OK)
 		FAIL(w, "detach failed: %s", otel_thread_ctx_strerror(rc));
 	if (*slot != NULL)
 		FAIL(w, "the slot is not NULL after detach");
+	if (memcmp(back.span_id, span, 8) != 0 || back.attrs_data_size != 7)
+		FAIL(w, "detach saved another record than the one published");
+	otel_thread_ctx_destroy(saved);
 	otel_thread_ctx_destroy(ctx);
 
 	snprintf(w->line, sizeof(w->line), "thread %u: slot %p (tp%+ld), self-check: %s", w->index,

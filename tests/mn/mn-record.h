@@ -25,7 +25,7 @@ struct mn_keys {
 
 enum mn_kind {
 	MN_TASK = 1, /* a request task's own context */
-	MN_JOB = 2,  /* a job's frozen context, shared by its batch tasks */
+	MN_JOB = 2,  /* a job's context, shared by its batch tasks */
 };
 
 struct mn_who {

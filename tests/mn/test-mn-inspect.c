@@ -8,17 +8,25 @@
  * one request, span and sampling state, or of one job (mn-record.h): never
  * torn, never ids of one task with attributes of another; it must name a
  * task or job the program has (a request task for a task's own context),
- * and it must be on a worker thread.
+ * and it must be on a worker thread.  The same task or job found on two
+ * workers in one pass is no error: a job's context is published by every
+ * worker that runs one of its tasks, and a task resumed on one worker may
+ * still be published by the worker it left (counted, and reported).
  *
  * Why not the stricter check of test-mn-signal.c, "the record names the
- * task running on that thread at that instant": from outside it cannot be
- * made sound.  The inspector stops one thread at a time, reads its slot and
- * record, and lets it go; the task's running_on lives in the target's
- * memory, and reading it is a second read at another instant, after the
- * worker may have withdrawn the task and another worker taken it.  The
- * inspector's calls give no way to read it while that thread is still
- * stopped.  In process, the handler runs on the interrupted worker itself,
- * where both reads see the same instant of that thread.
+ * task that thread runs or ran last": from outside it cannot be made sound.
+ * The inspector stops one thread at a time, reads its slot and record, and
+ * lets it go; what the worker names lives in the target's memory, and
+ * reading it is a second read at another instant.  In process, the handler
+ * runs on the interrupted worker itself, where both reads see the same
+ * instant of that thread.
+ *
+ * The scheduler prints its first line once every worker has named its
+ * thread: the inspector reads a thread's name before it stops the thread,
+ * and a worker that had not named itself yet when its name was read but
+ * published a record by the time it was stopped would look like a thread
+ * that is no worker.  Every failure says what was read, and from which
+ * thread.
  *
  *   test-mn-inspect [--skip REASON] MN_SCHEDULER
  *
@@ -147,6 +155,7 @@ int main(int argc, char **argv)
 {
 	unsigned long want = env_count("OTEL_TEST_INSPECT_SAMPLES", 1000);
 	unsigned long task = 0, job = 0, none = 0, gone = 0, bad = 0, rounds = 0, shared = 0;
+	unsigned long twice = 0;
 	unsigned char seen[TASKS] = { 0 };
 	unsigned distinct = 0, jobs = 0;
 	static struct otel_thread_ctx_inspect_thread th[MAX_THREADS];
@@ -175,6 +184,7 @@ int main(int argc, char **argv)
 	start = now_s();
 	while (task + job < want && now_s() - start < 30 && bad == 0) {
 		unsigned jobs_here[2] = { 0, 0 };
+		unsigned char tasks_here[TASKS] = { 0 };
 		size_t n = 0;
 
 		rc = otel_thread_ctx_inspect_threads(insp, th, MAX_THREADS, &n);
@@ -211,13 +221,18 @@ int main(int argc, char **argv)
 					task++;
 					distinct += !seen[who.number];
 					seen[who.number] = 1;
+					/* Resumed while its last worker
+					 * still showed it. */
+					if (++tasks_here[who.number] == 2)
+						twice++;
 				}
 			} else if (who.number >= jobs) {
 				describe("no such job", t);
 				bad++;
 			} else {
 				job++;
-				/* Two threads at once: the frozen context shared. */
+				/* Two threads at once: the job's context
+				 * published by both. */
 				if (++jobs_here[who.number] == 2)
 					shared++;
 			}
@@ -226,9 +241,10 @@ int main(int argc, char **argv)
 	otel_thread_ctx_inspect_close(insp);
 	stop_target();
 	printf("mn-inspect: %lu reads of every thread in %.2f s: %lu records of a task's own "
-	       "context (%u tasks), %lu of a job's shared one (%lu times on two workers at "
-	       "once), %lu without context, %lu threads gone, %lu wrong\n",
-	       rounds, now_s() - start, task, distinct, job, shared, none, gone, bad);
+	       "context (%u tasks; %lu times one task on two workers at once), %lu of a job's "
+	       "shared one (%lu times on two workers at once), %lu without context, %lu threads "
+	       "gone, %lu wrong\n",
+	       rounds, now_s() - start, task, distinct, twice, job, shared, none, gone, bad);
 	CHECK(rc == 0, "inspect_threads: %s", otel_thread_ctx_inspect_strerror(rc));
 	CHECK(bad == 0, "%lu wrong reads", bad);
 	CHECK(task + job >= want, "only %lu records in 30 s", task + job);

@@ -1,24 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The scheduler of examples/mn-scheduler.c (compiled in here, without its
- * main()) sampled from inside, the way a signal-handler profiler does: the
- * main thread sends SIGPROF to the workers, over and over, while tasks move
- * between them; the handler, on the interrupted worker, reads
- * otel_thread_ctx_v1 and checks that what it finds names the task that
- * worker is running at that instant, never another task.
+ * main()), sampled from inside, the way a signal-handler profiler does.
  *
- * The check is exact.  A worker sets a task's running_on to its own id
- * before it publishes the task's context and clears it only after it has
- * withdrawn it (signal fences keep that program order), and only the
- * worker holding a task writes it.  The handler runs on the worker, between
- * two of its instructions, so it sees the worker's own stores exactly as
- * far as the worker got, and running_on == this worker means the task is
- * the worker's at that instant.  A sample passes when the slot is NULL, or
- * when its record is exactly the record of one task (mn-record.h) whose
- * running_on is this worker, or of a job one of whose tasks runs on this
- * worker (a job's frozen context is shared and names no task).  Anything
- * else is a failure: a record not of one task and step (torn, mixed), or
- * the record of a task that this worker does not run.
+ * First a hand-over, step by step on two threads that play workers 1 and
+ * 2 with the example's own functions: worker 1 runs a step of a task and
+ * puts it back in the queue while its thread still publishes it; worker 2
+ * takes the task and publishes it at once (the case an owned context used
+ * to refuse); both threads then publish the task, each its own copy, and
+ * what worker 2 changes (a child span) leaves worker 1's record as it was;
+ * worker 1 takes the task back and publishes where worker 2 left it.
+ *
+ * Then the storm: the main thread sends SIGPROF to the workers, over and
+ * over, while tasks move between them; the handler, on the interrupted
+ * worker, reads otel_thread_ctx_v1 and checks that what it finds names the
+ * task that worker runs, or the task it ran last and has not replaced yet
+ * (the example's contract, point 6), never another task.
+ *
+ * The check is exact.  A worker names a task (in its `task` field) before
+ * it publishes the task's context and keeps it named (in `last`) until a
+ * publication replaces it (signal fences keep that program order), and
+ * only the worker writes those fields.  The handler runs on the worker,
+ * between two of its instructions, so it sees the worker's own stores
+ * exactly as far as the worker got.  A sample passes when the slot is
+ * NULL, or when its record is exactly the record of one task (mn-record.h)
+ * that the worker names, or of a job one of whose tasks the worker names.
+ * Anything else is a failure: a record not of one task and step (torn,
+ * mixed), or the record of a task that this worker neither runs nor ran
+ * last.
  *
  *   OTEL_TEST_SIGNALS   samples to take (100,000; fewer under valgrind,
  *                       qemu and the sanitizers)
@@ -38,9 +47,155 @@
 
 static struct scheduler sched;
 
+/* ---- the hand-over ---------------------------------------------------------- */
+
+static struct scheduler hand;
+static sem_t turn[2];
+/* Worker 1's record while worker 2 runs the task, and a copy of it. */
+static const struct otel_thread_ctx_record *kept;
+static struct otel_thread_ctx_record kept_copy;
+
+static struct mn_keys keys_of(const struct scheduler *s)
+{
+	struct mn_keys k = { s->key_task, s->key_round, s->key_job };
+
+	return k;
+}
+
+/* The calling thread publishes exactly the record of task 0 at request 1,
+ * span `span`, with flags `flags`. */
+static void check_task0(const char *who, unsigned span, uint8_t flags)
+{
+	const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
+	struct mn_keys keys = keys_of(&hand);
+	struct mn_who w;
+
+	CHECK(r != NULL, "%s: the thread publishes nothing", who);
+	CHECK(mn_identify(r, &keys, &w), "%s: not the record of one task or job", who);
+	CHECK(w.kind == MN_TASK && w.number == 0 && w.round == 1 && w.span == span &&
+	      r->trace_flags == flags,
+	      "%s: task %u, request %llu, span %u, flags %u; expected task 0, request 1, "
+	      "span %u, flags %u", who, w.number, (unsigned long long)w.round, w.span,
+	      r->trace_flags, span, flags);
+}
+
+static void wait_turn(int me)
+{
+	while (sem_wait(&turn[me]) != 0)
+		CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+}
+
+static void *hand_worker1(void *arg)
+{
+	struct worker *w = &hand.workers[0];
+	uint8_t decided;
+	struct task *t;
+
+	(void)arg;
+	current_worker = w;
+	t = runq_pop(&hand.runq);
+	CHECK(t == &hand.tasks[0], "worker 1 did not get task 0");
+	decided = sampled(t);
+	resume(w, t);
+	check_task0("worker 1, resumed", 1, 0);
+	t->step(t); /* DECIDE: the sampling decision */
+	check_task0("worker 1, after the decision", 1, decided);
+	suspend(w, t);
+	/* The task is in the queue; this thread still publishes it. */
+	check_task0("worker 1, the task back in the queue", 1, decided);
+	kept = otel_thread_ctx_v1;
+	memcpy(&kept_copy, kept, sizeof(kept_copy));
+	sem_post(&turn[1]);
+
+	wait_turn(0);
+	/* Worker 2 ran a step and put the task back: it resumes here, where
+	 * worker 2 left it (in its child span). */
+	CHECK(otel_thread_ctx_v1 == kept && memcmp(kept, &kept_copy, sizeof(kept_copy)) == 0,
+	      "worker 1's record changed while it ran nothing");
+	t = runq_pop(&hand.runq);
+	CHECK(t == &hand.tasks[0], "worker 1 did not get task 0 back");
+	resume(w, t);
+	check_task0("worker 1, resumed after worker 2", 2, decided);
+	t->step(t); /* DB_DONE: back to the root span, saved on worker 2 */
+	check_task0("worker 1, the child span ended", 1, decided);
+	suspend(w, t);
+	go_idle(w);
+	CHECK(otel_thread_ctx_v1 == NULL, "worker 1 publishes after go_idle()");
+	sem_post(&turn[1]);
+	return NULL;
+}
+
+static void *hand_worker2(void *arg)
+{
+	struct worker *w = &hand.workers[1];
+	uint8_t decided;
+	struct task *t;
+
+	(void)arg;
+	current_worker = w;
+	wait_turn(1);
+	t = runq_pop(&hand.runq);
+	CHECK(t == &hand.tasks[0], "worker 2 did not get task 0");
+	decided = sampled(t);
+	CHECK(__atomic_load_n(&t->shown, __ATOMIC_RELAXED) == 1,
+	      "task 0 is published by %u workers, expected worker 1", t->shown);
+	/* Worker 1 has not published anything else: it still shows the task.
+	 * Resuming it here just works (check() ends the program otherwise). */
+	resume(w, t);
+	CHECK(w->overlaps == 1 && __atomic_load_n(&t->shown, __ATOMIC_RELAXED) == 2,
+	      "the resume was not counted as one while worker 1 publishes the task");
+	check_task0("worker 2, resumed while worker 1 publishes it", 1, decided);
+	CHECK(otel_thread_ctx_v1 != kept, "the two threads publish one record");
+	CHECK(memcmp(otel_thread_ctx_v1, &kept_copy, offsetof(struct otel_thread_ctx_record,
+							      attrs_data) +
+						       kept_copy.attrs_data_size) == 0,
+	      "worker 2 does not publish what worker 1 publishes");
+	t->step(t); /* DB_QUERY: a child span */
+	check_task0("worker 2, in the child span", 2, decided);
+	CHECK(memcmp(kept, &kept_copy, sizeof(kept_copy)) == 0,
+	      "worker 2's child span changed worker 1's record");
+	suspend(w, t);
+	sem_post(&turn[0]);
+
+	wait_turn(1);
+	/* Worker 1 runs the task again; this thread still shows the child
+	 * span it published last. */
+	check_task0("worker 2, the task running on worker 1", 2, decided);
+	go_idle(w);
+	CHECK(otel_thread_ctx_v1 == NULL, "worker 2 publishes after go_idle()");
+	return NULL;
+}
+
+static void handover(void)
+{
+	pthread_t t1, t2;
+
+	scheduler_init(&hand, 2, 1);
+	CHECK(sem_init(&turn[0], 0, 0) == 0 && sem_init(&turn[1], 0, 0) == 0, "sem_init: %s",
+	      strerror(errno));
+	CHECK(pthread_create(&t1, NULL, hand_worker1, NULL) == 0, "pthread_create");
+	CHECK(pthread_create(&t2, NULL, hand_worker2, NULL) == 0, "pthread_create");
+	CHECK(pthread_join(t1, NULL) == 0 && pthread_join(t2, NULL) == 0, "pthread_join");
+	CHECK(hand.tasks[0].shown == 0, "task 0 is still counted as published %u times",
+	      hand.tasks[0].shown);
+	CHECK(hand.tasks[0].migrations == 2, "task 0 moved %lu times, expected 2",
+	      hand.tasks[0].migrations);
+	printf("hand-over: worker 2 resumed task 0 while worker 1 still published it; each "
+	       "published its own copy, and a child span on worker 2 left worker 1's record "
+	       "as it was\n");
+	scheduler_free(&hand);
+	sem_destroy(&turn[0]);
+	sem_destroy(&turn[1]);
+}
+
+/* ---- the storm -------------------------------------------------------------- */
+
 /* Counted by the handler on the workers; read by main. */
 static struct {
-	unsigned long task, job, none, torn, wrong, elsewhere;
+	/* Records of the task the worker runs, of the one it ran last while
+	 * it runs none, and of the job of either. */
+	unsigned long task, last, job;
+	unsigned long none, torn, wrong, elsewhere;
 } counts;
 
 /* Samples taken on each worker (by its own handler), for the sender's
@@ -51,7 +206,8 @@ static sem_t sample_taken;
 /* The first sample that failed, for the report. */
 static int failed;
 static struct {
-	unsigned worker, running_on;
+	unsigned worker;
+	int task, last; /* what the worker named: task numbers, -1 for none */
 	struct mn_who who;
 	struct otel_thread_ctx_record rec;
 } first;
@@ -68,43 +224,42 @@ static unsigned long load(const unsigned long *c)
 
 static unsigned long handled(void)
 {
-	return load(&counts.task) + load(&counts.job) + load(&counts.none) + load(&counts.torn) +
-	       load(&counts.wrong) + load(&counts.elsewhere);
+	return load(&counts.task) + load(&counts.last) + load(&counts.job) + load(&counts.none) +
+	       load(&counts.torn) + load(&counts.wrong) + load(&counts.elsewhere);
 }
 
-static void note_failure(unsigned worker, unsigned running_on, const struct mn_who *who,
-			 const struct otel_thread_ctx_record *r)
+static int number_of(const struct task *t)
+{
+	return t != NULL ? (int)t->number : -1;
+}
+
+static void note_failure(unsigned worker, const struct task *task, const struct task *last,
+			 const struct mn_who *who, const struct otel_thread_ctx_record *r)
 {
 	if (__atomic_exchange_n(&failed, 1, __ATOMIC_ACQ_REL))
 		return;
 	first.worker = worker;
-	first.running_on = running_on;
+	first.task = number_of(task);
+	first.last = number_of(last);
 	first.who = *who;
 	memcpy(&first.rec, r, offsetof(struct otel_thread_ctx_record, attrs_data));
-}
-
-/* Whether a task of job `j` runs on worker `me` now. */
-static int job_runs_on(const struct job *j, unsigned me)
-{
-	for (unsigned i = 0; i < sched.ntasks; i++)
-		if (sched.tasks[i].job == j &&
-		    __atomic_load_n(&sched.tasks[i].running_on, __ATOMIC_RELAXED) == me)
-			return 1;
-	return 0;
 }
 
 static void on_sample(int sig)
 {
 	const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
 	const struct worker *w = current_worker;
-	const struct mn_keys keys = { sched.key_task, sched.key_round, sched.key_job };
+	const struct mn_keys keys = keys_of(&sched);
 	struct mn_who who = { 0, 0, 0, 0 };
-	unsigned running_on = 0;
+	const struct task *task = NULL, *last = NULL;
 	int saved = errno;
 
 	(void)sig;
-	if (w != NULL)
+	if (w != NULL) {
 		count(&taken[w->id - 1]);
+		task = __atomic_load_n(&w->task, __ATOMIC_RELAXED);
+		last = __atomic_load_n(&w->last, __ATOMIC_RELAXED);
+	}
 	sem_post(&sample_taken);
 	if (r == NULL) {
 		/* (Also on a worker that has not set current_worker yet.) */
@@ -114,25 +269,27 @@ static void on_sample(int sig)
 		count(&counts.elsewhere);
 	} else if (!mn_identify(r, &keys, &who)) {
 		count(&counts.torn);
-		note_failure(w->id, 0, &who, r);
+		note_failure(w->id, task, last, &who, r);
 	} else if (who.kind == MN_TASK) {
 		const struct task *t = who.number < sched.ntasks ? &sched.tasks[who.number] : NULL;
 
-		if (t != NULL)
-			running_on = __atomic_load_n(&t->running_on, __ATOMIC_RELAXED);
-		if (t != NULL && t->job == NULL && running_on == w->id) {
+		if (t != NULL && t->job == NULL && t == task) {
 			count(&counts.task);
+		} else if (t != NULL && t->job == NULL && t == last) {
+			count(&counts.last);
 		} else {
 			count(&counts.wrong);
-			note_failure(w->id, running_on, &who, r);
+			note_failure(w->id, task, last, &who, r);
 		}
 	} else {
-		if (who.number < JOBS && sched.jobs[who.number].ctx != NULL &&
-		    job_runs_on(&sched.jobs[who.number], w->id)) {
+		const struct job *j = who.number < JOBS ? &sched.jobs[who.number] : NULL;
+
+		if (j != NULL && j->ctx != NULL &&
+		    ((task != NULL && task->job == j) || (last != NULL && last->job == j))) {
 			count(&counts.job);
 		} else {
 			count(&counts.wrong);
-			note_failure(w->id, 0, &who, r);
+			note_failure(w->id, task, last, &who, r);
 		}
 	}
 	errno = saved;
@@ -149,9 +306,11 @@ static double now_s(void)
 int main(void)
 {
 	unsigned long want = env_count("OTEL_TEST_SIGNALS", 100000), sent = 0, migrations = 0;
-	unsigned long mark[WORKERS] = { 0 }, sent_to[WORKERS] = { 0 };
+	unsigned long mark[WORKERS] = { 0 }, sent_to[WORKERS] = { 0 }, overlaps = 0;
 	struct sigaction sa;
 	double start, seconds;
+
+	handover();
 
 	CHECK(sem_init(&sample_taken, 0, 0) == 0, "sem_init: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));
@@ -160,16 +319,9 @@ int main(void)
 	sigemptyset(&sa.sa_mask);
 	CHECK(sigaction(SIGPROF, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
 
+	/* Returns once every worker runs (and so knows it is one). */
 	scheduler_start(&sched, WORKERS, TASKS);
 	start = now_s();
-	/* Sample once every worker runs tasks (and so knows it is one). */
-	for (unsigned seen = 0; seen != (1u << WORKERS) - 1 && now_s() - start < 60;)
-		for (unsigned i = 0; i < TASKS; i++) {
-			unsigned on = __atomic_load_n(&sched.tasks[i].running_on, __ATOMIC_RELAXED);
-
-			if (on != 0)
-				seen |= 1u << (on - 1);
-		}
 	/* A signal sent to a worker while the last one is still pending
 	 * would be lost: send the next one once the last one is handled. */
 	for (unsigned long polls = 0; handled() < want; polls++) {
@@ -197,22 +349,29 @@ int main(void)
 
 	for (unsigned i = 0; i < sched.ntasks; i++)
 		migrations += sched.tasks[i].migrations;
+	for (unsigned i = 0; i < sched.nworkers; i++)
+		overlaps += sched.workers[i].overlaps;
 	printf("mn-signal: %lu signals sent, %lu samples in %.2f s: %lu of the task running there, "
-	       "%lu of the job of the task running there, %lu without context, "
-	       "%lu torn or foreign, %lu of a task running elsewhere, %lu off the workers\n",
-	       sent, handled(), seconds, counts.task, counts.job, counts.none, counts.torn,
-	       counts.wrong, counts.elsewhere);
+	       "%lu of the task that ran there last, %lu of the job of one of those, "
+	       "%lu without context, %lu torn or foreign, %lu of a task the worker neither runs "
+	       "nor ran last, %lu off the workers\n",
+	       sent, handled(), seconds, counts.task, counts.last, counts.job, counts.none,
+	       counts.torn, counts.wrong, counts.elsewhere);
 	scheduler_summary(&sched, seconds, stdout);
+	printf("mn-signal: %lu resumes of a task still published by the worker it left; %lu "
+	       "samples caught a worker in that window\n", overlaps, counts.last);
 	if (failed)
-		printf("first failure: worker %u, record trace %016llx%016llx span %016llx flags %u "
-		       "(kind %d, number %u, round %llu, span %u), running_on %u\n",
-		       first.worker, (unsigned long long)mn_get_be(first.rec.trace_id, 8),
+		printf("first failure: worker %u (running task %d, ran task %d last), record trace "
+		       "%016llx%016llx span %016llx flags %u (kind %d, number %u, round %llu, "
+		       "span %u)\n",
+		       first.worker, first.task, first.last,
+		       (unsigned long long)mn_get_be(first.rec.trace_id, 8),
 		       (unsigned long long)mn_get_be(first.rec.trace_id + 8, 8),
 		       (unsigned long long)mn_get_be(first.rec.span_id, 8), first.rec.trace_flags,
 		       first.who.kind, first.who.number, (unsigned long long)first.who.round,
-		       first.who.span, first.running_on);
+		       first.who.span);
 	CHECK(counts.torn == 0, "%lu samples were not the record of one task or job", counts.torn);
-	CHECK(counts.wrong == 0, "%lu samples named a task this worker was not running",
+	CHECK(counts.wrong == 0, "%lu samples named a task this worker neither runs nor ran last",
 	      counts.wrong);
 	CHECK(counts.elsewhere == 0, "%lu records found on threads that are no workers",
 	      counts.elsewhere);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The library on musl, without Check (which Debian builds against glibc
- * only): attach, update and detach and what a reader sees after each; errors
- * that change nothing; thread exit with a context attached (no block left
- * behind, measured by the counting allocator, and the slot NULL before the
- * context is freed); and the signal storm of the Check suite (storm.h).
- * Built twice, against the shared and the static library.
+ * only): attach, update, detach, save, the fast paths and what a reader
+ * sees after each; errors that change nothing; thread exit while
+ * publishing (the slot NULL after the library's cleanup, also when a later
+ * destructor publishes again, and no heap block left behind: only contexts
+ * come from the heap, measured by the counting allocator); and the signal
+ * storm of the Check suite (storm-run.h).  Built twice, against the shared
+ * and the static library.
  *
  * usage: test-musl [api|thread-exit|storm]...   (no argument: all three)
  */
@@ -43,71 +45,146 @@ static void check_published(uint64_t n)
 	      (int)r, (unsigned long long)seq, (unsigned long long)n);
 }
 
+/* Makes ctx hold record n of storm.h, through the setters. */
+static int put(otel_thread_ctx *ctx, uint64_t n)
+{
+	struct otel_thread_ctx_record r;
+	struct otel_thread_ctx_attr attrs[4];
+	size_t k = 0, at = 0;
+	int rc;
+
+	storm_expected(n, &r);
+	while (at < r.attrs_data_size && k < 4) {
+		attrs[k].key = r.attrs_data[at];
+		attrs[k].len = r.attrs_data[at + 1];
+		attrs[k].value = r.attrs_data + at + 2;
+		at += 2u + r.attrs_data[at + 1];
+		k++;
+	}
+	rc = otel_thread_ctx_set_ids(ctx, r.trace_id, r.span_id, r.trace_flags);
+	return rc != 0 ? rc : otel_thread_ctx_set_attrs(ctx, attrs, k);
+}
+
+/* ctx holds record n. */
+static void check_holds(const otel_thread_ctx *ctx, uint64_t n, const char *what)
+{
+	struct otel_thread_ctx_record want, got;
+
+	storm_expected(n, &want);
+	CHECK_OK(otel_thread_ctx_get(ctx, &got));
+	CHECK(memcmp(&got, &want, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
+	      memcmp(got.attrs_data, want.attrs_data, want.attrs_data_size) == 0,
+	      "%s: the context does not hold record %llu", what, (unsigned long long)n);
+}
+
 /* --- api --- */
 
 static void test_api(void)
 {
 	static const uint8_t trace[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 	static const uint8_t zero_span[8] = { 0 };
+	struct otel_thread_ctx_options small_opts = OTEL_THREAD_CTX_OPTIONS_INIT;
+	struct otel_thread_ctx_record r;
 	char big[OTEL_THREAD_CTX_VALUE_MAX + 1];
-	otel_thread_ctx *a, *b, *prev;
+	otel_thread_ctx *a, *b, *small;
 	const struct otel_thread_ctx_record *was;
 
 	CHECK(otel_thread_ctx_v1 == NULL, "a new thread publishes nothing");
 	CHECK_OK(otel_thread_ctx_create(&a));
 	CHECK_OK(otel_thread_ctx_create(&b));
+	small_opts.attrs_capacity = 0;
+	CHECK_OK(otel_thread_ctx_create_with(&small, &small_opts));
 
-	/* update_attach publishes the draft at once. */
-	CHECK_OK(storm_write_draft(a, 10));
-	CHECK_OK(otel_thread_ctx_update_attach(a, &prev));
-	CHECK(prev == NULL && otel_thread_ctx_current() == a, "update_attach");
+	/* attach publishes a copy of what the context holds. */
+	CHECK_OK(put(a, 10));
+	CHECK_OK(otel_thread_ctx_attach(a, NULL));
 	check_published(10);
+	CHECK((const void *)otel_thread_ctx_v1 != (const void *)a, "the slot leads to the context");
 
-	/* Edits are invisible until committed; update swaps the record. */
+	/* Edits change the context only; update publishes them, moving the
+	 * slot to the thread's other record. */
 	was = otel_thread_ctx_v1;
-	CHECK_OK(storm_write_draft(a, 11));
+	CHECK_OK(put(a, 11));
 	check_published(10);
 	CHECK_OK(otel_thread_ctx_update(a));
 	check_published(11);
 	CHECK(otel_thread_ctx_v1 != was, "update moves the slot to the other record");
 
-	/* attach refuses a context with uncommitted edits, changing nothing. */
-	CHECK_OK(storm_write_draft(b, 20));
-	CHECK_ERR(otel_thread_ctx_attach(b, &prev), OTEL_THREAD_CTX_EPENDING);
-	check_published(11);
-	CHECK_OK(otel_thread_ctx_update(b));
-	CHECK_OK(otel_thread_ctx_attach(b, &prev));
-	CHECK(prev == a && otel_thread_ctx_current() == b, "attach hands back the old context");
+	/* attach with saved: what was published comes back as a value. */
+	CHECK_OK(put(b, 20));
+	CHECK_OK(otel_thread_ctx_attach(b, a));
 	check_published(20);
+	check_holds(a, 11, "attach's saved");
 
-	/* Bad input: an error, and nothing published or drafted changes. */
+	/* Bad input: an error, and nothing published or held changes. */
 	memset(big, 'x', sizeof(big));
 	CHECK_ERR(otel_thread_ctx_set_ids(b, trace, zero_span, 1), OTEL_THREAD_CTX_EIDS);
 	CHECK_ERR(otel_thread_ctx_set_attr(b, 3, big, sizeof(big)), OTEL_THREAD_CTX_EVALUE);
 	CHECK_ERR(otel_thread_ctx_set_attr(b, 256, "v", 1), OTEL_THREAD_CTX_EKEY);
 	CHECK_ERR(otel_thread_ctx_set_attr(b, 3, "\xff", 1), OTEL_THREAD_CTX_EUTF8);
 	CHECK_ERR(otel_thread_ctx_set_attr(NULL, 3, "v", 1), OTEL_THREAD_CTX_ENULL);
-	CHECK_OK(otel_thread_ctx_update(b));
-	check_published(20);
-
-	/* invalidate: withdrawn (NULL), the record untouched; update shows it
-	 * again. */
+	CHECK_ERR(otel_thread_ctx_update_span_id(zero_span), OTEL_THREAD_CTX_EIDS);
 	was = otel_thread_ctx_v1;
-	CHECK_OK(otel_thread_ctx_invalidate(b));
-	CHECK(otel_thread_ctx_v1 == NULL && was->valid == 1, "invalidate");
-	CHECK_OK(otel_thread_ctx_update(b));
-	CHECK(otel_thread_ctx_v1 == was, "update after invalidate");
+	/* A saved too small for what the thread publishes: ENOSPC. */
+	CHECK_ERR(otel_thread_ctx_attach(a, small), OTEL_THREAD_CTX_ENOSPC);
+	CHECK_ERR(otel_thread_ctx_detach(small), OTEL_THREAD_CTX_ENOSPC);
+	CHECK(otel_thread_ctx_v1 == was, "a refused call moved the slot");
 	check_published(20);
+	check_holds(b, 20, "after the refusals");
+	check_holds(a, 11, "after the refusals");
 
-	/* detach unpublishes and hands the context back. */
-	CHECK_OK(otel_thread_ctx_detach(&prev));
-	CHECK(prev == b && otel_thread_ctx_v1 == NULL && otel_thread_ctx_current() == NULL,
-	      "detach");
-	CHECK_OK(otel_thread_ctx_detach(&prev));
-	CHECK(prev == NULL, "detach of nothing");
-	CHECK_OK(otel_thread_ctx_destroy(a));
-	CHECK_OK(otel_thread_ctx_destroy(b));
-	printf("api: attach, update, update_attach, detach, invalidate and errors as documented\n");
+	/* The scope ends: what attach saved, back. */
+	CHECK_OK(otel_thread_ctx_update(a));
+	check_published(11);
+
+	/* detach unpublishes, saving what was published; a saved "nothing
+	 * published" unpublishes when attached. */
+	CHECK_OK(otel_thread_ctx_detach(b));
+	CHECK(otel_thread_ctx_v1 == NULL, "detach");
+	check_holds(b, 11, "detach's saved");
+	CHECK_ERR(otel_thread_ctx_update_span_id(trace), OTEL_THREAD_CTX_ENOCTX);
+	CHECK_ERR(otel_thread_ctx_update_trace_flags(0), OTEL_THREAD_CTX_ENOCTX);
+	CHECK_OK(otel_thread_ctx_save(a));
+	CHECK_ERR(otel_thread_ctx_get(a, &r), OTEL_THREAD_CTX_ENOCTX);
+	CHECK_OK(otel_thread_ctx_update(b));
+	check_published(11);
+	CHECK_OK(otel_thread_ctx_update(a));
+	CHECK(otel_thread_ctx_v1 == NULL, "the update of \"nothing published\"");
+
+	/* The fast paths: a request in one call, then its span and flags. */
+	storm_expected(30, &r);
+	{
+		struct otel_thread_ctx_attr attrs[4];
+		size_t k = 0, at = 0;
+
+		while (at < r.attrs_data_size && k < 4) {
+			attrs[k].key = r.attrs_data[at];
+			attrs[k].len = r.attrs_data[at + 1];
+			attrs[k].value = r.attrs_data + at + 2;
+			at += 2u + r.attrs_data[at + 1];
+			k++;
+		}
+		CHECK_OK(otel_thread_ctx_update_all(r.trace_id, r.span_id, r.trace_flags, attrs, k));
+	}
+	check_published(30);
+	CHECK_OK(otel_thread_ctx_update_span_id(trace)); /* its first 8 bytes */
+	CHECK(memcmp(otel_thread_ctx_v1->span_id, trace, 8) == 0 &&
+	      memcmp(otel_thread_ctx_v1->trace_id, r.trace_id, 16) == 0 &&
+	      otel_thread_ctx_v1->attrs_data_size == r.attrs_data_size,
+	      "update_span_id changed more than the span id");
+	CHECK_OK(otel_thread_ctx_update_span_id(r.span_id));
+	CHECK_OK(otel_thread_ctx_update_trace_flags(r.trace_flags));
+	check_published(30);
+
+	/* Contexts destroyed while the thread publishes a copy. */
+	otel_thread_ctx_destroy(a);
+	otel_thread_ctx_destroy(b);
+	otel_thread_ctx_destroy(small);
+	check_published(30);
+	CHECK_OK(otel_thread_ctx_detach(NULL));
+	CHECK(otel_thread_ctx_v1 == NULL, "detach");
+	printf("api: attach, update, detach, save, saved scopes, the fast paths and errors as "
+	       "documented\n");
 }
 
 /* --- thread exit --- */
@@ -157,40 +234,38 @@ static void watch_library(void)
 static const uint8_t trace_a[16] = { 0xa1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint8_t span_a[8] = { 0xb1, 2, 3, 4, 5, 6, 7, 8 };
 
-static pthread_barrier_t attached, counted;
+static pthread_barrier_t published, counted;
 
 static void *attach_lent(void *arg)
 {
-	otel_thread_ctx *prev;
-
-	CHECK_OK(otel_thread_ctx_attach(arg, &prev));
+	CHECK_OK(otel_thread_ctx_attach(arg, NULL));
 	return NULL;
 }
 
-/* A context given to the thread (FREE_WITH_THREAD): freed when it exits. */
-static int attach_new(void)
+/* The calling thread publishes a copy of a context it destroys at once. */
+static int publish_new(void)
 {
-	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
-	otel_thread_ctx *ctx = NULL, *prev;
-	int rc;
-
-	o.flags = OTEL_THREAD_CTX_FREE_WITH_THREAD;
-	rc = otel_thread_ctx_create_with(&ctx, &o);
+	otel_thread_ctx *ctx = NULL;
+	int rc = otel_thread_ctx_create(&ctx);
 
 	if (rc == 0)
 		rc = otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1);
 	if (rc == 0)
 		rc = otel_thread_ctx_set_attr(ctx, 3, "worker", 6);
 	if (rc == 0)
-		rc = otel_thread_ctx_update_attach(ctx, &prev);
+		rc = otel_thread_ctx_attach(ctx, NULL);
+	otel_thread_ctx_destroy(ctx);
+	if (rc == 0 && (otel_thread_ctx_v1 == NULL ||
+			memcmp(otel_thread_ctx_v1->trace_id, trace_a, 16) != 0))
+		rc = -1;
 	return rc;
 }
 
-static void *attach_and_exit(void *arg)
+static void *publish_and_exit(void *arg)
 {
-	CHECK_OK(attach_new());
+	CHECK_OK(publish_new());
 	if (arg != NULL) {
-		pthread_barrier_wait(&attached);
+		pthread_barrier_wait(&published);
 		pthread_barrier_wait(&counted);
 	}
 	return NULL;
@@ -198,37 +273,49 @@ static void *attach_and_exit(void *arg)
 
 /* Keys made after the library's (its key is made when it is loaded), so
  * their destructors run after its cleanup. */
-static pthread_key_t probe_key, late_key;
-static unsigned long slot_not_null, current_not_null, late_attach_failed;
+static pthread_key_t probe_key, late_key, last_key;
+static unsigned long slot_not_null, late_publish_failed, late_not_cleaned;
 
 static void probe(void *arg)
 {
 	(void)arg;
 	if (otel_thread_ctx_v1 != NULL)
 		__atomic_fetch_add(&slot_not_null, 1, __ATOMIC_RELAXED);
-	if (otel_thread_ctx_current() != NULL)
-		__atomic_fetch_add(&current_not_null, 1, __ATOMIC_RELAXED);
 }
 
-static void *attach_then_probe(void *arg)
+static void *publish_then_probe(void *arg)
 {
 	pthread_setspecific(probe_key, (void *)1);
-	return attach_and_exit(arg);
+	return publish_and_exit(arg);
 }
 
-/* A destructor that runs after the library's cleanup attaches again: the
+/* A destructor that runs after the library's cleanup publishes again: the
  * library must register again and clean that up too. */
-static void late_attach(void *arg)
+static void late_publish(void *arg)
 {
 	(void)arg;
-	if (attach_new() != 0)
-		__atomic_fetch_add(&late_attach_failed, 1, __ATOMIC_RELAXED);
+	if (publish_new() != 0)
+		__atomic_fetch_add(&late_publish_failed, 1, __ATOMIC_RELAXED);
 }
 
-static void *attach_and_reattach_late(void *arg)
+/* The last key: its destructor sets itself again once, so that it runs in
+ * the next round of destructors too, after the library's second cleanup,
+ * and checks the slot then. */
+static void last_check(void *arg)
+{
+	if (arg == (void *)1) {
+		pthread_setspecific(last_key, (void *)2);
+		return;
+	}
+	if (otel_thread_ctx_v1 != NULL)
+		__atomic_fetch_add(&late_not_cleaned, 1, __ATOMIC_RELAXED);
+}
+
+static void *publish_and_publish_late(void *arg)
 {
 	pthread_setspecific(late_key, (void *)1);
-	return attach_and_exit(arg);
+	pthread_setspecific(last_key, (void *)1);
+	return publish_and_exit(arg);
 }
 
 static void run_threads(void *(*fn)(void *), unsigned long n)
@@ -245,91 +332,93 @@ static void run_threads(void *(*fn)(void *), unsigned long n)
 	}
 }
 
-static void *detach_and_hand_over(void *arg)
-{
-	otel_thread_ctx **out = arg, *ctx = NULL, *prev;
-
-	CHECK_OK(otel_thread_ctx_create(&ctx));
-	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-	CHECK_OK(otel_thread_ctx_update_attach(ctx, &prev));
-	CHECK_OK(otel_thread_ctx_detach(&prev));
-	*out = ctx;
-	return NULL;
-}
+/*
+ * Publishing allocates nothing: every block the library allocated is a
+ * context.  Counted exactly with the shared library only: with the static
+ * one the watched code is the executable's, which holds the counting
+ * allocator's own pthread_create() too (it allocates for each thread it
+ * watches).
+ */
+#ifdef LINKED_SHARED
+#define CHECK_ONLY_CONTEXTS(contexts)                                          \
+	CHECK(counting_malloc_total() == (long)(contexts),                     \
+	      "%ld blocks allocated by the library for %lu contexts: publishing " \
+	      "allocates", counting_malloc_total(), (unsigned long)(contexts))
+#else
+#define CHECK_ONLY_CONTEXTS(contexts) ((void)(contexts))
+#endif
 
 static void test_thread_exit(void)
 {
-	unsigned long n = env_count("OTEL_TEST_THREADS", 4000);
-	otel_thread_ctx *ctx = NULL, *prev;
+	unsigned long n = env_count("OTEL_TEST_THREADS", 4000), contexts;
+	otel_thread_ctx *ctx = NULL;
 	pthread_t t[8];
 	long live;
 
 	CHECK(counting_malloc_mode() == COUNTING_MALLOC_BLOCKS, "the counting allocator is not in use");
 	watch_library();
 
-	/* The counter sees the library's contexts: 8 threads hold one each. */
-	CHECK(pthread_barrier_init(&attached, NULL, 9) == 0, "barrier");
+	/* 8 threads publish, their contexts destroyed: nothing of the
+	 * library's is on the heap. */
+	CHECK(pthread_barrier_init(&published, NULL, 9) == 0, "barrier");
 	CHECK(pthread_barrier_init(&counted, NULL, 9) == 0, "barrier");
 	for (int i = 0; i < 8; i++)
-		CHECK(pthread_create(&t[i], NULL, attach_and_exit, (void *)1) == 0, "pthread_create");
-	pthread_barrier_wait(&attached);
+		CHECK(pthread_create(&t[i], NULL, publish_and_exit, (void *)1) == 0,
+		      "pthread_create");
+	pthread_barrier_wait(&published);
 	live = counting_malloc_live();
-	CHECK(live == 8, "%ld live blocks from the library while 8 threads hold a context", live);
+	CHECK(live == 0 && counting_malloc_total() >= 8,
+	      "%ld live blocks (of %ld) from the library while 8 threads publish and hold no "
+	      "context", live, counting_malloc_total());
 	pthread_barrier_wait(&counted);
 	for (int i = 0; i < 8; i++)
 		CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
-	CHECK(counting_malloc_live() == 0, "%ld blocks left by 8 exited threads",
-	      counting_malloc_live());
 
-	/* Thousands of them. */
-	run_threads(attach_and_exit, n);
+	/* Thousands of them, each exiting while it publishes. */
+	run_threads(publish_and_exit, n);
+	contexts = n + 8;
 	live = counting_malloc_live();
-	printf("thread-exit: %lu threads exited with a context attached; library blocks: "
+	printf("thread-exit: %lu threads exited while they published; library blocks: "
 	       "%ld allocated, %ld live\n", n + 8, counting_malloc_total(), live);
-	CHECK(live == 0, "%ld contexts of exited threads were not freed", live);
+	CHECK(live == 0, "%ld blocks of the library live after the threads exited", live);
+	CHECK_ONLY_CONTEXTS(contexts);
 
-	/* The slot is NULL before the context is freed. */
+	/* The slot is NULL after the library's cleanup. */
 	CHECK(pthread_key_create(&probe_key, probe) == 0, "pthread_key_create");
-	run_threads(attach_then_probe, 64);
-	CHECK(slot_not_null == 0 && current_not_null == 0,
-	      "after the library's cleanup %lu threads still published a record, %lu had a "
-	      "context", slot_not_null, current_not_null);
+	run_threads(publish_then_probe, 64);
+	contexts += 64;
+	CHECK(slot_not_null == 0, "after the library's cleanup %lu threads still published a "
+	      "record", slot_not_null);
 
-	/* Attaching again during thread exit is cleaned up as well. */
-	CHECK(pthread_key_create(&late_key, late_attach) == 0, "pthread_key_create");
-	run_threads(attach_and_reattach_late, n / 4);
-	CHECK(late_attach_failed == 0, "%lu attaches in a late destructor failed",
-	      late_attach_failed);
+	/* Publishing again during thread exit is cleaned up as well. */
+	CHECK(pthread_key_create(&late_key, late_publish) == 0, "pthread_key_create");
+	CHECK(pthread_key_create(&last_key, last_check) == 0, "pthread_key_create");
+	run_threads(publish_and_publish_late, n / 4);
+	contexts += 2 * (n / 4);
+	CHECK(late_publish_failed == 0, "%lu publications in a late destructor failed",
+	      late_publish_failed);
+	CHECK(late_not_cleaned == 0, "%lu threads that published again during their exit still "
+	      "published after the library's next cleanup", late_not_cleaned);
 	live = counting_malloc_live();
-	CHECK(live == 0, "%ld contexts attached during thread exit were not freed", live);
+	CHECK(live == 0, "%ld blocks of the library live after the threads exited", live);
+	CHECK_ONLY_CONTEXTS(contexts);
 
-	/* A context the holder lent to a thread outlives the thread, attached
-	 * when it exits, until the holder destroys it. */
+	/* A context outlives the thread that published a copy of it, and
+	 * stays its holder's. */
 	CHECK_OK(otel_thread_ctx_create(&ctx));
 	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-	CHECK_OK(otel_thread_ctx_update(ctx));
 	CHECK(pthread_create(&t[0], NULL, attach_lent, ctx) == 0, "pthread_create");
 	CHECK(pthread_join(t[0], NULL) == 0, "pthread_join");
-	CHECK(counting_malloc_live() == 1, "the lent context was freed by its thread");
-	CHECK_OK(otel_thread_ctx_attach(ctx, &prev));
-	CHECK(prev == NULL && memcmp(otel_thread_ctx_v1->trace_id, trace_a, 16) == 0,
-	      "the lent context, back");
-	CHECK_OK(otel_thread_ctx_destroy(ctx));
-	CHECK(otel_thread_ctx_v1 == NULL && counting_malloc_live() == 0,
-	      "destroy of the attached context");
-	ctx = NULL;
-
-	/* A detached context belongs to whoever holds it. */
-	CHECK(pthread_create(&t[0], NULL, detach_and_hand_over, &ctx) == 0, "pthread_create");
-	CHECK(pthread_join(t[0], NULL) == 0, "pthread_join");
-	CHECK(ctx != NULL && counting_malloc_live() == 1, "the detached context was freed");
-	CHECK_OK(otel_thread_ctx_attach(ctx, &prev));
-	CHECK(memcmp(otel_thread_ctx_v1->trace_id, trace_a, 16) == 0, "adopted context");
-	CHECK_OK(otel_thread_ctx_detach(&prev));
-	CHECK_OK(otel_thread_ctx_destroy(ctx));
-	CHECK(counting_malloc_live() == 0, "destroy did not free");
-	printf("thread-exit: slot NULL before the free; late attaches cleaned up; a detached "
-	       "context survives its thread\n");
+	CHECK(counting_malloc_live() == 1, "the context was freed by the thread that published it");
+	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	CHECK(memcmp(otel_thread_ctx_v1->trace_id, trace_a, 16) == 0, "the context, attached here");
+	otel_thread_ctx_destroy(ctx);
+	CHECK(otel_thread_ctx_v1 != NULL && counting_malloc_live() == 0,
+	      "destroy of a context a copy of which is published");
+	CHECK_OK(otel_thread_ctx_detach(NULL));
+	printf("thread-exit: slot NULL after the library's cleanup, also after a late "
+	       "publication; only contexts on the heap; a context outlives the threads that "
+	       "published it\n");
 }
 
 /* --- storm --- */

@@ -141,18 +141,24 @@ END_TEST
 /* It looks, it does not touch: the published context stays as it is. */
 START_TEST(test_changes_nothing)
 {
-	otel_thread_ctx *ctx = new_ctx(), *prev = NULL;
+	otel_thread_ctx *ctx = new_ctx(), *saved = new_ctx();
+	struct otel_thread_ctx_record want, got;
 	struct published before, after;
 
 	ck_assert_ok(otel_thread_ctx_set_attr(ctx, 3, "x", 1));
-	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+	ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
 	before = read_published();
 	self_check_here(OTEL_THREAD_CTX_OK);
 	after = read_published();
 	ck_assert(published_equal(&before, &after));
-	ck_assert_ptr_eq(otel_thread_ctx_current(), ctx);
-	ck_assert_ok(otel_thread_ctx_detach(&prev));
-	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	/* The thread still publishes what ctx holds. */
+	ck_assert_ok(otel_thread_ctx_save(saved));
+	ck_assert_ok(otel_thread_ctx_get(ctx, &want));
+	ck_assert_ok(otel_thread_ctx_get(saved, &got));
+	ck_assert_mem_eq(&got, &want, offsetof(struct otel_thread_ctx_record, attrs_data) + 3);
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
+	otel_thread_ctx_destroy(saved);
+	otel_thread_ctx_destroy(ctx);
 }
 END_TEST
 
@@ -199,13 +205,14 @@ END_TEST
 /* Publishing still works; only readers cannot find it. */
 START_TEST(test_publishing_works)
 {
-	otel_thread_ctx *ctx = new_ctx(), *prev = NULL;
+	otel_thread_ctx *ctx = new_ctx();
 
-	ck_assert_ok(otel_thread_ctx_update_attach(ctx, &prev));
+	ck_assert_ok(otel_thread_ctx_attach(ctx, NULL));
 	ck_assert_ptr_nonnull(otel_thread_ctx_v1);
 	self_check_here(OTEL_THREAD_CTX_ESLOT);
-	ck_assert_ok(otel_thread_ctx_detach(&prev));
-	ck_assert_ok(otel_thread_ctx_destroy(ctx));
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
+	ck_assert_ptr_null(otel_thread_ctx_v1);
+	otel_thread_ctx_destroy(ctx);
 }
 END_TEST
 

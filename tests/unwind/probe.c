@@ -20,13 +20,17 @@
 
 #include <otel_thread_ctx.h>
 
-static int (*attach_fn)(otel_thread_ctx *, otel_thread_ctx **);
+static int (*attach_fn)(const otel_thread_ctx *, otel_thread_ctx *);
 
+/* The thread's first publication: its records come from the pool.  The
+ * empty asm statement after the call keeps it from being a tail call, so
+ * that probe_inner stays on the stack. */
 __attribute__((noinline)) int probe_inner(otel_thread_ctx *ctx)
 {
-	otel_thread_ctx *prev;
+	int rc = attach_fn(ctx, NULL);
 
-	return attach_fn(ctx, &prev);
+	__asm__ volatile("" : "+r"(rc));
+	return rc;
 }
 
 __attribute__((noinline)) int probe_outer(otel_thread_ctx *ctx)

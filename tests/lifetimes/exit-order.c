@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Threads that exit in every publishing state, for exit-order.py, which
+ * runs this under gdb and stops wherever the library gives a thread's
+ * records back to its pool: the thread's slot must be NULL by then, or a
+ * reader could follow it into records another thread already took.
+ *
+ * Linked with the static library, whose internal functions the executable's
+ * symbol table names.  Exits 0 once every thread is done.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "minitest.h"
+#include "otel_thread_ctx.h"
+
+static const uint8_t trace[16] = { 0x51, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const uint8_t span[8] = { 0x52, 1, 2, 3, 4, 5, 6, 7 };
+static pthread_key_t late_key;
+
+static volatile int published_seen;
+
+/* gdb stops here too, where the slot is known: that it reads the stopped
+ * thread's slot right is checked there, against the argument. */
+__attribute__((noinline)) void exit_order_published(const void *record)
+{
+	__asm__ volatile("" : : "r"(record) : "memory");
+	published_seen++;
+}
+
+static void publish(void)
+{
+	CHECK_OK(otel_thread_ctx_update_all(trace, span, 1, NULL, 0));
+	CHECK(otel_thread_ctx_v1 != NULL, "nothing published");
+	exit_order_published(otel_thread_ctx_v1);
+}
+
+/* Exits while it publishes a copy of a context. */
+static void *exit_attached(void *arg)
+{
+	otel_thread_ctx *ctx;
+
+	(void)arg;
+	CHECK_OK(otel_thread_ctx_create(&ctx));
+	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace, span, 1));
+	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	otel_thread_ctx_destroy(ctx);
+	CHECK(otel_thread_ctx_v1 != NULL, "nothing published");
+	exit_order_published(otel_thread_ctx_v1);
+	return NULL;
+}
+
+/* Exits while it publishes what update_all wrote. */
+static void *exit_published(void *arg)
+{
+	(void)arg;
+	publish();
+	return NULL;
+}
+
+/* Exits detached (it published before). */
+static void *exit_detached(void *arg)
+{
+	(void)arg;
+	publish();
+	CHECK_OK(otel_thread_ctx_detach(NULL));
+	return NULL;
+}
+
+/* Publishes again from a destructor that runs after the library's cleanup:
+ * its records go back a second time. */
+static void publish_late(void *arg)
+{
+	(void)arg;
+	publish();
+}
+
+static void *exit_publishing_late(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_setspecific(late_key, (void *)1) == 0, "pthread_setspecific");
+	publish();
+	return NULL;
+}
+
+int main(void)
+{
+	void *(*const kinds[])(void *) = { exit_attached, exit_published, exit_detached,
+					   exit_publishing_late };
+
+	CHECK(pthread_key_create(&late_key, publish_late) == 0, "pthread_key_create");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		pthread_t t;
+
+		CHECK(pthread_create(&t, NULL, kinds[i], NULL) == 0, "pthread_create");
+		CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	}
+	CHECK(published_seen == 5, "%d publications seen, expected 5", published_seen);
+	printf("exit-order: 4 threads exited, one of them publishing again from a destructor\n");
+	return 0;
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A thread's records go back to the pool only once its slot is NULL.
+
+gdb runs tests/lifetimes/exit-order.c (the static library linked in) and
+stops at every call of otel__pool_give(), the function that gives a pair of
+records back to the pool: on thread exit, also after a thread published again
+from a late destructor.  At each stop it reads otel_thread_ctx_v1 in the
+stopped thread, which must be NULL: were it not, a reader of that thread
+could follow it into records another thread already took.  The program exits
+0, and gdb must have stopped once per record pair the program's threads gave
+back (5).  gdb also stops where the program has just published (5 times) and
+reads the slot there: it must be what the program says it published, which
+shows the reading is right.
+
+usage: exit-order.py GDB PROGRAM   (GDB empty, or --skip=REASON: skip)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = r'''
+import gdb
+
+gdb.execute("set pagination off")
+gdb.execute("set confirm off")
+gdb.execute("break otel__pool_give")
+gdb.execute("break exit_order_published")
+gdb.execute("run")
+hits = 0
+while True:
+    try:
+        frame = gdb.selected_frame()
+    except gdb.error:
+        break
+    if frame.name() not in ("otel__pool_give", "exit_order_published"):
+        break
+    try:
+        slot = int(gdb.parse_and_eval("*(void **)&otel_thread_ctx_v1"))
+    except gdb.error as e:
+        print("EXIT-ORDER: unreadable slot: %s" % e)
+        slot = None
+    thread = gdb.selected_thread().num
+    if slot is not None and frame.name() == "otel__pool_give":
+        hits += 1
+        print("EXIT-ORDER: give %d thread %d slot %#x" % (hits, thread, slot))
+    elif slot is not None:
+        record = int(gdb.parse_and_eval("(unsigned long)record"))
+        print("EXIT-ORDER: published thread %d slot %#x record %#x" % (thread, slot, record))
+    gdb.execute("continue")
+status = gdb.parse_and_eval("$_exitcode")
+print("EXIT-ORDER: exit %s after %d gives" % (status, hits))
+'''
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    gdb, program = sys.argv[1:]
+    if gdb.startswith("--skip="):
+        print("skip: " + gdb[len("--skip="):])
+        return 77
+    if not gdb:
+        print("skip: gdb is not installed")
+        return 77
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(SCRIPT)
+    try:
+        p = subprocess.run([gdb, "-q", "-nx", "-batch", "-x", f.name, program],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(f.name)
+    out = p.stdout + p.stderr
+    lines = [l for l in out.splitlines() if l.startswith("EXIT-ORDER")]
+    if not any(l.startswith("EXIT-ORDER: exit") for l in lines):
+        if "ptrace" in out.lower() and "not permitted" in out.lower():
+            print("skip: gdb may not trace processes here:\n" + out[-2000:])
+            return 77
+        print("FAIL: gdb did not run the program to its end:\n" + out[-4000:])
+        return 1
+    print("\n".join(lines))
+    if any("unreadable" in l for l in lines):
+        print("FAIL: gdb could not read the slot of the stopped thread")
+        return 1
+    seen = [l.split() for l in lines if l.startswith("EXIT-ORDER: published")]
+    if len(seen) != 5 or any(w[5] == "0x0" or w[5] != w[7] for w in seen):
+        print("FAIL: where the program says what it publishes, gdb read another slot value "
+              "(or the program did not publish 5 times)")
+        return 1
+    late = [l for l in lines if l.startswith("EXIT-ORDER: give") and not l.endswith(" slot 0x0")]
+    if late:
+        print("FAIL: records went back to the pool while the thread's slot still led to "
+              "them:\n" + "\n".join(late))
+        return 1
+    gives = sum(l.startswith("EXIT-ORDER: give") for l in lines)
+    exit_line = [l for l in lines if l.startswith("EXIT-ORDER: exit")][0]
+    if not exit_line.startswith("EXIT-ORDER: exit 0 "):
+        print("FAIL: the program failed: " + exit_line)
+        return 1
+    if gives != 5:
+        print("FAIL: %d gives, expected 5 (one per thread, one more for the thread that "
+              "published again from a late destructor)" % gives)
+        return 1
+    print("ok: every pair went back to the pool with its thread's slot NULL (%d)" % gives)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
