@@ -255,6 +255,7 @@ static void on_thread_exit(void *arg)
 	if (t->pub == NULL)
 		return;
 	publish(t, NULL);
+	t->shown = 0;
 	first = t->pub < draft_of(t) ? t->pub : draft_of(t);
 	t->pub = NULL;
 	t->flip = 0;

@@ -693,11 +693,29 @@ START_TEST(process_attributes_are_published_and_kept)
 			ck_assert_msg(same_publication(&before, &after), "case %zu changed it", i);
 		}
 	}
-	bad[0] = str_attr("k", "v");
+	/* A caller built before `attributes` existed: whatever lies past its
+	 * size is not read (here, an attribute the library would refuse), and
+	 * the update publishes no attributes of its own (options.h). */
+	bad[0] = str_attr("threadlocal.x", "v");
 	o.attributes = bad;
 	o.attribute_count = 1;
 	o.size = offsetof(struct otel_thread_ctx_process_options, attributes);
-	ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, &o), OTEL_THREAD_CTX_EOPTIONS);
+	ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, &o), OTEL_THREAD_CTX_OK);
+	/* ... and a newer caller's unknown option is refused, changing nothing. */
+	snapshot_own(&before);
+	{
+		union {
+			struct otel_thread_ctx_process_options o;
+			unsigned char bytes[sizeof(o) + 8];
+		} bigger;
+
+		memset(&bigger, 0, sizeof(bigger));
+		bigger.o = o;
+		bigger.o.size = sizeof(bigger.bytes);
+		bigger.bytes[sizeof(o) + 3] = 1;
+		ck_assert_otel(otel_thread_ctx_process_update_with(res, 1, &bigger.o),
+			       OTEL_THREAD_CTX_EOPTIONS);
+	}
 	snapshot_own(&after);
 	ck_assert(same_publication(&before, &after));
 
