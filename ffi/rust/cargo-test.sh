@@ -120,7 +120,19 @@ run_doctest() {
 case $what in
 tests)
 	# shellcheck disable=SC2086
-	cargo test --offline --locked $target_args $features --lib --tests -- --skip inspect_
+	# Under ThreadSanitizer, the multi-threaded executor of tests/task.rs
+	# hands tasks between threads through the Rust standard library's
+	# Mutex and Condvar, which are not instrumented (futexes): TSan cannot
+	# see that order and would report the handed-over context as a race.
+	tsan_skip=
+	case $preload in
+	*tsan*)
+		tsan_skip='--skip each_poll_publishes_its_tasks_context'
+		echo "each_poll_publishes_its_tasks_context not run: under TSan its executor's std::sync order is invisible"
+		;;
+	esac
+	# shellcheck disable=SC2086
+	cargo test --offline --locked $target_args $features --lib --tests -- --skip inspect_ $tsan_skip
 	if [ -n "$preload" ]; then
 		echo "doctests not run: rustdoc cannot preload the sanitizer runtime into them"
 	elif [ -n "$target" ]; then

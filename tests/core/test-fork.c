@@ -7,6 +7,7 @@
  * the records the parent's N other threads hold.  Nothing a child does
  * reaches the parent.
  */
+#include <stdio.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -325,13 +326,30 @@ START_TEST(a_thread_that_never_published_forks_a_clean_child)
 }
 END_TEST
 
+/* ThreadSanitizer refuses to start a thread in the child of a
+ * multi-threaded process, which others-reclaimed must do. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
 		{ "forking-thread-keeps", the_forking_thread_keeps_publishing },
+#ifndef UNDER_TSAN
 		{ "others-reclaimed", other_threads_records_go_back_to_the_pool_in_the_child },
+#endif
 		{ "never-published-forks", a_thread_that_never_published_forks_a_clean_child },
 	};
 
+#ifdef UNDER_TSAN
+	(void)other_threads_records_go_back_to_the_pool_in_the_child;
+	printf("fork: others-reclaimed left out: ThreadSanitizer starts no thread in the "
+	       "child of a multi-threaded fork (every other configuration runs it)\n");
+#endif
 	return MAKE_SUITE("fork", cases, 0);
 }

@@ -610,14 +610,20 @@ static inline int storm_hand_over(struct storm *s, uint64_t n)
 	/* The writer that had this entry of the ring is joined. */
 	if (__atomic_load_n(&s->joined, __ATOMIC_ACQUIRE) + STORM_WRITER_RING <= next)
 		return 0; /* not yet: this one goes on */
-	if (pthread_create(&s->writers[next % STORM_WRITER_RING], NULL, storm_writer_main, s) != 0)
-		return 0;
-	__atomic_store_n(&s->writers_made, next + 1, __ATOMIC_RELEASE);
 	/* No more samples here: the images are the next writer's from now
-	 * on (nothing published, as here now). */
+	 * on (nothing published, as here now).  Blocked before the new thread
+	 * is made, which starts with the signal blocked too and unblocks it
+	 * once it has waited for `go`: so no two threads ever run the handler
+	 * at once, and everything a handler here wrote happens before (by the
+	 * semaphore, which ThreadSanitizer sees) what one runs there. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &block, NULL);
+	if (pthread_create(&s->writers[next % STORM_WRITER_RING], NULL, storm_writer_main, s) != 0) {
+		pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+		return 0;
+	}
+	__atomic_store_n(&s->writers_made, next + 1, __ATOMIC_RELEASE);
 	storm_expected(n, &r);
 	rc = STORM_CALL(otel_thread_ctx_update_all)(r.trace_id, r.span_id, r.trace_flags, NULL, 0);
 	if (rc != 0) {
@@ -641,9 +647,14 @@ static void *storm_writer_main(void *arg)
 {
 	struct storm *s = arg;
 	int rc = 0, first = 1;
+	sigset_t unblock;
 
 	while (sem_wait(&s->go) != 0 && errno == EINTR)
 		;
+	/* (A writer made by storm_hand_over() starts with it blocked.) */
+	sigemptyset(&unblock);
+	sigaddset(&unblock, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
 	while (rc == 0 && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		const struct storm_step *st = &storm_round[s->step % STORM_ROUND_STEPS];
 		int path = first ? STORM_FIRST : st->path;

@@ -1030,6 +1030,8 @@ class Threads(Clean):
         for c in (a, b, shared):
             c.destroy()
 
+    @unittest.skipIf("tsan" in os.environ.get("LD_PRELOAD", ""),
+                     "ThreadSanitizer ends the child of a multi-threaded fork (exit 66)")
     def test_fork_keeps_the_forking_threads_record(self):
         key = fresh_key()
         ctx = otc.Context(TRACE, SPAN, 1, {key: "parent"})
