@@ -14,8 +14,10 @@ changes while it runs (%rsi and %rdi in glibc's _dl_tlsdesc_dynamic, %rcx
 and %rdx in musl's) loses the stack there.
 
 musl's resolver (__tlsdesc_dynamic, used for every dlopen()ed library) has
-no unwind information at all, so no unwinder gets out of it whatever its
-caller does: with --resolver-without-cfi, instructions where gdb cannot even
+no unwind information at all, nor has the rest of musl's C library (built
+without unwind tables: the mmap() of a thread's first publication runs
+there), so no unwinder gets out of them whatever their caller does: with
+--resolver-without-cfi, instructions in the C library where gdb cannot even
 unwind frame 0 (the next frame is unknown) are counted apart and allowed.
 
 usage: unwind.py GDB PROBE [LIBRARY] [--slow-path] [--resolver-without-cfi]
