@@ -71,6 +71,10 @@ READER = ["reader-static"]
 
 TC = "src/thread_ctx.c"
 POOL = "src/pool.c"
+PC = "src/process_ctx.c"
+# Every instruction of every publication path, single-stepped (it skips
+# where ptrace is refused).
+STEP = ["step-static"]
 
 MUTANTS = [
     # Publication order: a reader must never see a record before it is
@@ -262,6 +266,46 @@ MUTANTS = [
            ": \"cc\", \"xmm0\", \"xmm1\", \"xmm2\", \"xmm3\", \"xmm4\", \"xmm5\",",
            ": \"cc\",", ["vector-hostile-static-tls", "vector-hostile-dynamic-tls"],
            "the vector registers a dynamic-TLS resolver overwrites are not declared"),
+    # The process context's update protocol, read at every instruction by
+    # the single-step harness (a reader that follows the protocol must
+    # never accept a torn copy).
+    Mutant("process-torn-update", "process context", PC,
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n"
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n",
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n",
+           STEP, "an update stores the new payload pointer and size before it zeroes the "
+           "timestamp: a reader accepts a torn copy"),
+    Mutant("process-publish-early", "process context", PC,
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n"
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, next_published_at(), "
+           "__ATOMIC_RELAXED);\n",
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, next_published_at(), "
+           "__ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n",
+           STEP, "a first publication stores the timestamp before the payload: a reader "
+           "accepts an empty header"),
+    # The fast paths check the record the thread publishes at that moment.
+    Mutant("fast-flags-draft", "fast-path checks", TC,
+           "\tif (trace_flags != 0 && !(t->shown & TRACED))\n",
+           "\tif (trace_flags != 0 && all_zero(t->draft->trace_id, 16))\n",
+           ["fast-path-checks-static"], "update_trace_flags checks the ids of the draft "
+           "(the record published before), not of the record published"),
+    Mutant("fast-span-draft", "fast-path checks", TC,
+           "\tif (__builtin_expect(t->shown != (SHOWN | TRACED), 0))\n"
+           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n",
+           "\tif (!t->shown)\n\t\treturn OTEL_THREAD_CTX_ENOCTX;\n"
+           "\tif (all_zero(t->draft->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
+           ["fast-path-checks-static"], "update_span_id checks the ids of the draft "
+           "(the record published before), not of the record published"),
 ]
 
 CONFIGS = {
