@@ -293,17 +293,25 @@ MUTANTS = [
            "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n",
            STEP, "a first publication stores the timestamp before the payload: a reader "
            "accepts an empty header"),
+    # The compat reader: a C string cannot hold a value with a NUL inside.
+    Mutant("compat-nul", "compat reader", "src/compat/compat.c",
+           "\tif (memchr(a->string, '\\0', a->length) != NULL) {\n",
+           "\tif (0 && memchr(a->string, '\\0', a->length) != NULL) {\n",
+           ["compat-nul-static"], "otel_process_ctx_read() returns a value with a NUL "
+           "inside, cut at the NUL, as if it were the whole value"),
     # The fast paths check the record the thread publishes at that moment.
     Mutant("fast-flags-draft", "fast-path checks", TC,
            "\tif (trace_flags != 0 && !(t->shown & TRACED))\n",
-           "\tif (trace_flags != 0 && all_zero(t->draft->trace_id, 16))\n",
+           "\tif (trace_flags != 0 && all_zero(((struct otel_thread_ctx_record *)\n"
+           "\t\t(void *)((uintptr_t)t->pub ^ t->flip))->trace_id, 16))\n",
            ["fast-path-checks-static"], "update_trace_flags checks the ids of the draft "
            "(the record published before), not of the record published"),
     Mutant("fast-span-draft", "fast-path checks", TC,
            "\tif (__builtin_expect(t->shown != (SHOWN | TRACED), 0))\n"
            "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n",
            "\tif (!t->shown)\n\t\treturn OTEL_THREAD_CTX_ENOCTX;\n"
-           "\tif (all_zero(t->draft->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
+           "\tif (all_zero(((struct otel_thread_ctx_record *)(void *)((uintptr_t)t->pub ^ t->flip))\n"
+           "\t\t->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
            ["fast-path-checks-static"], "update_span_id checks the ids of the draft "
            "(the record published before), not of the record published"),
 ]
