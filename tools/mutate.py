@@ -293,6 +293,20 @@ MUTANTS = [
            "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n",
            STEP, "a first publication stores the timestamp before the payload: a reader "
            "accepts an empty header"),
+    # The key registry under concurrency: the count follows the published
+    # key map, and a refused name leaves nothing behind.
+    Mutant("keys-count-early", "key registry", "src/keys.c",
+           "\terr = change_hook != NULL ? change_hook(n + 1) : OTEL_THREAD_CTX_OK;\n"
+           "\tif (err == OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
+           "\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n"
+           "\terr = change_hook != NULL ? change_hook(n + 1) : OTEL_THREAD_CTX_OK;\n"
+           "\tif (err != OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n, __ATOMIC_RELEASE);\n",
+           ["keys-concurrent-static"], "a new key is counted before the key map that names "
+           "it is published (and uncounted when that fails)"),
+    Mutant("keys-refused-stays", "key registry", "src/keys.c",
+           "\tif (err == OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
+           "\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
+           ["keys-concurrent-static"], "a key refused for the payload's bound stays registered"),
     # The compat reader: a C string cannot hold a value with a NUL inside.
     Mutant("compat-nul", "compat reader", "src/compat/compat.c",
            "\tif (memchr(a->string, '\\0', a->length) != NULL) {\n",
