@@ -403,8 +403,12 @@ int main(void)
 			perror("fork");
 			return 1;
 		}
-		if (pid == 0)
-			_exit(run());
+		if (pid == 0) {
+			int rc = run();
+
+			fflush(stdout);
+			_exit(rc);
+		}
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status) != 0) {
 			printf("round %d failed (status %#x)\n", round, status);
