@@ -307,6 +307,16 @@ MUTANTS = [
            "\tif (err == OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
            "\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
            ["keys-concurrent-static"], "a key refused for the payload's bound stays registered"),
+    # The Python binding frees every context, whatever the threads that
+    # published it did.
+    Mutant("py-del-leaks", "binding cleanup", "ffi/python/otel_thread_ctx/__init__.py",
+           "        try:\n            self.destroy()\n        except Exception:",
+           "        try:\n            pass\n        except Exception:",
+           ["ffi-python-unittest"], "a Context collected by Python does not free its C context"),
+    Mutant("py-scopes-shared", "binding cleanup", "ffi/python/otel_thread_ctx/__init__.py",
+           "_thread = threading.local()\n", "_thread = type(\"_Shared\", (), {})()\n",
+           ["ffi-python-unittest"], "the `with` scopes and spares of a thread outlive it "
+           "(kept in one object for all threads)"),
     # The compat reader: a C string cannot hold a value with a NUL inside.
     Mutant("compat-nul", "compat reader", "src/compat/compat.c",
            "\tif (memchr(a->string, '\\0', a->length) != NULL) {\n",
