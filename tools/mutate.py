@@ -317,6 +317,12 @@ MUTANTS = [
            "_thread = threading.local()\n", "_thread = type(\"_Shared\", (), {})()\n",
            ["ffi-python-unittest"], "the `with` scopes and spares of a thread outlive it "
            "(kept in one object for all threads)"),
+    Mutant("rust-guard-leaks", "binding cleanup", "ffi/rust/src/lib.rs",
+           "        let _ = self.saved.update();\n        // SAFETY: dropped once, here.\n"
+           "        unsafe { ManuallyDrop::drop(&mut self.saved) };\n",
+           "        let _ = self.saved.update();\n",
+           ["rust-cargo-test"], "a guard that ends (a thread's end included) does not "
+           "free the context it saved"),
     # The compat reader: a C string cannot hold a value with a NUL inside.
     Mutant("compat-nul", "compat reader", "src/compat/compat.c",
            "\tif (memchr(a->string, '\\0', a->length) != NULL) {\n",
