@@ -16,7 +16,7 @@ const THREADS: usize = 200;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 thread_local! {
-    static SCOPE: RefCell<Option<Attached>> = RefCell::new(None);
+    static SCOPE: RefCell<Option<Attached>> = const { RefCell::new(None) };
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
