@@ -62,19 +62,20 @@ class Mutant:
     may_be_equivalent: bool = False
 
 
+# Every instruction of every publication path, single-stepped (it skips
+# where ptrace is refused).
+STEP = ["step-static"]
 # The storms run for seconds; the rest are quick.  The signal storm reads
 # the slot in a handler on the writing thread, the eBPF storm from the
-# kernel on every CPU (it skips where BPF is refused).
-STORM = ["signal-storm-static", "bpf-storm-static"]
+# kernel on every CPU (it skips where BPF is refused); the single-step
+# harness reads it at every instruction.
+STORM = ["signal-storm-static", "bpf-storm-static"] + STEP
 API = ["api-static", "scopes-static", "refusals-static"]
 READER = ["reader-static"]
 
 TC = "src/thread_ctx.c"
 POOL = "src/pool.c"
 PC = "src/process_ctx.c"
-# Every instruction of every publication path, single-stepped (it skips
-# where ptrace is refused).
-STEP = ["step-static"]
 
 MUTANTS = [
     # Publication order: a reader must never see a record before it is
@@ -266,6 +267,11 @@ MUTANTS = [
            ": \"cc\", \"xmm0\", \"xmm1\", \"xmm2\", \"xmm3\", \"xmm4\", \"xmm5\",",
            ": \"cc\",", ["vector-hostile-static-tls", "vector-hostile-dynamic-tls"],
            "the vector registers a dynamic-TLS resolver overwrites are not declared"),
+    # Thread exit, at every instruction of the cleanup.
+    Mutant("exit-slot-kept", "thread exit", TC,
+           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t)",
+           "\tt->shown = 0;\n\tfirst = t->pub < draft_of(t)",
+           STEP, "an exiting thread gives its records back and leaves its slot leading to one"),
     # The process context's update protocol, read at every instruction by
     # the single-step harness (a reader that follows the protocol must
     # never accept a torn copy).
