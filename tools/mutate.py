@@ -62,15 +62,20 @@ class Mutant:
     may_be_equivalent: bool = False
 
 
+# Every instruction of every publication path, single-stepped (it skips
+# where ptrace is refused).
+STEP = ["step-static"]
 # The storms run for seconds; the rest are quick.  The signal storm reads
 # the slot in a handler on the writing thread, the eBPF storm from the
-# kernel on every CPU (it skips where BPF is refused).
-STORM = ["signal-storm-static", "bpf-storm-static"]
+# kernel on every CPU (it skips where BPF is refused); the single-step
+# harness reads it at every instruction.
+STORM = ["signal-storm-static", "bpf-storm-static"] + STEP
 API = ["api-static", "scopes-static", "refusals-static"]
 READER = ["reader-static"]
 
 TC = "src/thread_ctx.c"
 POOL = "src/pool.c"
+PC = "src/process_ctx.c"
 
 MUTANTS = [
     # Publication order: a reader must never see a record before it is
@@ -262,6 +267,89 @@ MUTANTS = [
            ": \"cc\", \"xmm0\", \"xmm1\", \"xmm2\", \"xmm3\", \"xmm4\", \"xmm5\",",
            ": \"cc\",", ["vector-hostile-static-tls", "vector-hostile-dynamic-tls"],
            "the vector registers a dynamic-TLS resolver overwrites are not declared"),
+    # Thread exit, at every instruction of the cleanup.
+    Mutant("exit-slot-kept", "thread exit", TC,
+           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t)",
+           "\tt->shown = 0;\n\tfirst = t->pub < draft_of(t)",
+           STEP, "an exiting thread gives its records back and leaves its slot leading to one"),
+    # The process context's update protocol, read at every instruction by
+    # the single-step harness (a reader that follows the protocol must
+    # never accept a torn copy).
+    Mutant("process-torn-update", "process context", PC,
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n"
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n",
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n",
+           STEP, "an update stores the new payload pointer and size before it zeroes the "
+           "timestamp: a reader accepts a torn copy"),
+    Mutant("process-publish-early", "process context", PC,
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n"
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, next_published_at(), "
+           "__ATOMIC_RELAXED);\n",
+           "\t__atomic_store_n(&h->monotonic_published_at_ns, next_published_at(), "
+           "__ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload_size, len, __ATOMIC_RELAXED);\n"
+           "\t__atomic_store_n(&h->payload, (uint64_t)(uintptr_t)buf, __ATOMIC_RELAXED);\n"
+           "\t__atomic_thread_fence(__ATOMIC_SEQ_CST);\n",
+           STEP, "a first publication stores the timestamp before the payload: a reader "
+           "accepts an empty header"),
+    # The key registry under concurrency: the count follows the published
+    # key map, and a refused name leaves nothing behind.
+    Mutant("keys-count-early", "key registry", "src/keys.c",
+           "\terr = change_hook != NULL ? change_hook(n + 1) : OTEL_THREAD_CTX_OK;\n"
+           "\tif (err == OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
+           "\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n"
+           "\terr = change_hook != NULL ? change_hook(n + 1) : OTEL_THREAD_CTX_OK;\n"
+           "\tif (err != OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n, __ATOMIC_RELEASE);\n",
+           ["keys-concurrent-static"], "a new key is counted before the key map that names "
+           "it is published (and uncounted when that fails)"),
+    Mutant("keys-refused-stays", "key registry", "src/keys.c",
+           "\tif (err == OTEL_THREAD_CTX_OK)\n\t\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
+           "\t__atomic_store_n(&count, n + 1, __ATOMIC_RELEASE);\n",
+           ["keys-concurrent-static"], "a key refused for the payload's bound stays registered"),
+    # The Python binding frees every context, whatever the threads that
+    # published it did.
+    Mutant("py-del-leaks", "binding cleanup", "ffi/python/otel_thread_ctx/__init__.py",
+           "        try:\n            self.destroy()\n        except Exception:",
+           "        try:\n            pass\n        except Exception:",
+           ["ffi-python-unittest"], "a Context collected by Python does not free its C context"),
+    Mutant("py-scopes-shared", "binding cleanup", "ffi/python/otel_thread_ctx/__init__.py",
+           "_thread = threading.local()\n", "_thread = type(\"_Shared\", (), {})()\n",
+           ["ffi-python-unittest"], "the `with` scopes and spares of a thread outlive it "
+           "(kept in one object for all threads)"),
+    Mutant("rust-guard-leaks", "binding cleanup", "ffi/rust/src/lib.rs",
+           "        let _ = self.saved.update();\n        // SAFETY: dropped once, here.\n"
+           "        unsafe { ManuallyDrop::drop(&mut self.saved) };\n",
+           "        let _ = self.saved.update();\n",
+           ["rust-cargo-test"], "a guard that ends (a thread's end included) does not "
+           "free the context it saved"),
+    # The compat reader: a C string cannot hold a value with a NUL inside.
+    Mutant("compat-nul", "compat reader", "src/compat/compat.c",
+           "\tif (memchr(a->string, '\\0', a->length) != NULL) {\n",
+           "\tif (0 && memchr(a->string, '\\0', a->length) != NULL) {\n",
+           ["compat-nul-static"], "otel_process_ctx_read() returns a value with a NUL "
+           "inside, cut at the NUL, as if it were the whole value"),
+    # The fast paths check the record the thread publishes at that moment.
+    Mutant("fast-flags-draft", "fast-path checks", TC,
+           "\tif (trace_flags != 0 && !(t->shown & TRACED))\n",
+           "\tif (trace_flags != 0 && all_zero(((struct otel_thread_ctx_record *)\n"
+           "\t\t(void *)((uintptr_t)t->pub ^ t->flip))->trace_id, 16))\n",
+           ["fast-path-checks-static"], "update_trace_flags checks the ids of the draft "
+           "(the record published before), not of the record published"),
+    Mutant("fast-span-draft", "fast-path checks", TC,
+           "\tif (__builtin_expect(t->shown != (SHOWN | TRACED), 0))\n"
+           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n",
+           "\tif (!t->shown)\n\t\treturn OTEL_THREAD_CTX_ENOCTX;\n"
+           "\tif (all_zero(((struct otel_thread_ctx_record *)(void *)((uintptr_t)t->pub ^ t->flip))\n"
+           "\t\t->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
+           ["fast-path-checks-static"], "update_span_id checks the ids of the draft "
+           "(the record published before), not of the record published"),
 ]
 
 CONFIGS = {
