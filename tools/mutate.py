@@ -91,15 +91,15 @@ MUTANTS = [
            "\tpublish_draft(t, d, FIELD_ALL);\n\twrite_ids(d, trace_id, span_id, trace_flags);\n",
            STORM, "update_all stores the slot, then writes the ids"),
     Mutant("order-roles", "publication order", TC,
-           "\tpublish(t, d);\n\tt->draft = t->pub;\n\tt->pub = d;\n\tt->stale = changed;\n",
+           "\tpublish(t, d);\n\tt->pub = d;\n\tt->stale = changed;\n",
            "\tpublish(t, d);\n\tt->stale = changed;\n",
            ["api-static", "scopes-static", "load-startup", "attach-shared"],
            "the draft and the published record do not swap roles: the next publication "
            "writes the record readers see"),
     Mutant("order-slot-in-context", "publication order", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
-           "\tpublish(t, crec_of(ctx));\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish(t, crec_of(ctx));\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
            ["attach-shared", "shared-static", "api-static"],
            "attach publishes the context's own record, not a copy in the thread's draft"),
@@ -145,9 +145,9 @@ MUTANTS = [
            ["api-static", "model-static", "load-startup"],
            "update_span_id leaves the draft's old span id marked up to date"),
     Mutant("stale-attach-mark", "stale fields", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
-           "\tpublish_draft(t, d, 0);\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, 0);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
            ["api-static", "model-static", "mn-signal"],
            "attach leaves the draft (the record it replaced) marked up to date"),
@@ -158,22 +158,21 @@ MUTANTS = [
            ["refusals-static", "load-startup"],
            "a refused update_all leaves the attributes it wrote in a draft marked up to date"),
     Mutant("refusal-saved-small", "refusal atomicity", TC,
-           "\terr = check_saved(t, saved);\n\tif (err)\n\t\treturn err;\n\tif (ctx->none) {\n"
-           "\t\tif (saved != NULL)\n\t\t\tsave(t, saved);\n\t\tpublish(t, NULL);\n"
-           "\t\treturn OTEL_THREAD_CTX_OK;\n\t}\n\t/* The draft first: saved may be ctx. */\n"
-           "\td = t->draft;\n\tcopy_record(d, crec_of(ctx));\n\tif (saved != NULL)\n"
-           "\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n\treturn OTEL_THREAD_CTX_OK;\n",
-           "\terr = check_saved(t, saved);\n\tif (ctx->none) {\n\t\tif (err)\n\t\t\treturn err;\n"
-           "\t\tif (saved != NULL)\n\t\t\tsave(t, saved);\n\t\tpublish(t, NULL);\n"
-           "\t\treturn OTEL_THREAD_CTX_OK;\n\t}\n\t/* The draft first: saved may be ctx. */\n"
-           "\td = t->draft;\n\tcopy_record(d, crec_of(ctx));\n\tif (saved != NULL && !err)\n"
-           "\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n\treturn err;\n",
+           "\tif (saved != NULL) {\n\t\terr = check_saved(t, saved);\n\t\tif (err)\n\t\t\treturn err;\n"
+           "\t}\n\tif (ctx->none) {\n",
+           "\terr = saved != NULL ? check_saved(t, saved) : 0;\n\tif (ctx->none) {\n",
            ["refusals-static", "scopes-static", "interpose-exe"],
-           "attach with a saved too small refuses, but publishes the context all the same"),
+           "attach with a saved too small refuses, but publishes the context all the same",
+           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
+                  "\treturn OTEL_THREAD_CTX_OK;\n}\n\n__attribute__((noinline, cold)) static int attach_first(",
+                  "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
+                  "\treturn err;\n}\n\n__attribute__((noinline, cold)) static int attach_first("),
+                 ("\tif (saved != NULL)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n",
+                  "\tif (saved != NULL && !err)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n")]),
     Mutant("refusal-set-attrs", "refusal atomicity", TC,
-           "\tsize = attrs_encode(NULL, ctx->capacity, attrs, n);\n\tif (size < 0)\n\t\treturn size;\n"
-           "\tattrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n);\n",
-           "\tsize = attrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n);\n"
+           "\tsize = attrs_encode(NULL, ctx->capacity, attrs, n, false);\n\tif (size < 0)\n\t\treturn size;\n"
+           "\tattrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n, false);\n",
+           "\tsize = attrs_encode(rec_of(ctx)->attrs_data, ctx->capacity, attrs, n, false);\n"
            "\tif (size < 0)\n\t\treturn size;\n",
            ["refusals-static", "api-static"],
            "a refused set_attrs leaves the context's attributes half-written"),
@@ -208,9 +207,9 @@ MUTANTS = [
     # No allocation and no lock where the header says so (the signal
     # storm's handler runs these with both forbidden).
     Mutant("alloc-span-id", "no allocation", TC,
-           "\tif (all_zero(t->pub->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
+           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n"
            "\td = draft_for(t, FIELD_SPAN);\n",
-           "\tif (all_zero(t->pub->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n"
+           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n"
            "\t{ void *volatile scratch = malloc(16); free(scratch); }\n"
            "\td = draft_for(t, FIELD_SPAN);\n",
            ["signal-storm-static"], "update_span_id allocates"),
@@ -222,21 +221,21 @@ MUTANTS = [
            ["signal-storm-static"], "key_count takes the registry's lock"),
     # The library never aborts, exits or prints.
     Mutant("no-abort", "never aborts", "src/reader.c",
-           "\tif (out == NULL)\n\t\treturn OTEL_THREAD_CTX_ENULL;\n\trec =",
-           "\tif (out == NULL) {\n\t\textern void abort(void);\n\t\tabort();\n\t}\n\trec =",
+           "\tif (out == NULL)\n\t\treturn OTEL_THREAD_CTX_ENULL;\n#ifdef OTEL__NOOP\n",
+           "\tif (out == NULL) {\n\t\textern void abort(void);\n\t\tabort();\n\t}\n#ifdef OTEL__NOOP\n",
            ["no-abort-exit-print-writer"], "otel_thread_ctx_read(NULL) aborts"),
     # Thread exit: the slot NULL first, then the records back to the pool.
     Mutant("exit-give-first", "thread exit", TC,
-           "\tpublish(t, NULL);\n\tfirst = t->pub < t->draft ? t->pub : t->draft;\n"
-           "\tt->pub = NULL;\n\tt->draft = NULL;\n\totel__pool_give((struct otel__pair *)(void *)first);\n",
-           "\tfirst = t->pub < t->draft ? t->pub : t->draft;\n"
+           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n"
+           "\tt->pub = NULL;\n\tt->flip = 0;\n\totel__pool_give((struct otel__pair *)(void *)first);\n",
+           "\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n"
            "\totel__pool_give((struct otel__pair *)(void *)first);\n\tpublish(t, NULL);\n"
-           "\tt->pub = NULL;\n\tt->draft = NULL;\n",
+           "\tt->shown = 0;\n\tt->pub = NULL;\n\tt->flip = 0;\n",
            ["exit-order", "thread-exit-static"],
            "an exiting thread gives its records back while its slot still leads to one"),
     Mutant("exit-no-unpublish", "thread exit", TC,
-           "\tpublish(t, NULL);\n\tfirst = t->pub < t->draft ? t->pub : t->draft;\n",
-           "\tfirst = t->pub < t->draft ? t->pub : t->draft;\n",
+           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n",
+           "\tt->shown = 0;\n\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n",
            ["exit-order", "thread-exit-static", "load-startup", "interpose-exe"],
            "an exiting thread gives its records back and leaves its slot leading to one"),
     # fork(): the child's only thread keeps its records, the others' go back.
