@@ -102,7 +102,7 @@ OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter 
 	struct otel_thread_ctx_attr a, later;
 
 	if (it == NULL || it->rec == NULL || out == NULL)
-		return 0;
+		return OTEL_THREAD_CTX_ENULL;
 	while (entry_at(it->rec, &it->pos, &a)) {
 		size_t pos = it->pos;
 		int overridden = 0;
@@ -117,9 +117,9 @@ OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter 
 			continue;
 		}
 		*out = a;
-		return 1;
+		return OTEL_THREAD_CTX_OK;
 	}
-	return 0;
+	return OTEL_THREAD_CTX_ENOATTR;
 }
 
 OTEL_EXPORT int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec,
@@ -127,15 +127,17 @@ OTEL_EXPORT int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record 
 {
 	struct otel_thread_ctx_attr a;
 	size_t pos = 0;
-	int found = 0;
+	int rc = OTEL_THREAD_CTX_ENOATTR;
 
-	if (rec == NULL || out == NULL || key >= otel_thread_ctx_key_count())
-		return 0;
+	if (rec == NULL || out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (key >= otel_thread_ctx_key_count())
+		return OTEL_THREAD_CTX_ENOATTR;
 	while (entry_at(rec, &pos, &a)) {
 		if (a.key == key) {
 			*out = a;
-			found = 1;
+			rc = OTEL_THREAD_CTX_OK;
 		}
 	}
-	return found;
+	return rc;
 }

@@ -464,7 +464,7 @@ static void key_map_and_registry(void)
 	otel_thread_ctx_destroy(ctx);
 	CHECK_OK(otel_thread_ctx_read(&rec));
 	otel_thread_ctx_attr_iter_init(&it, &rec);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_key_name(a.key);
 
 		if (a.key == 0)

@@ -72,6 +72,7 @@ pub const OTEL_THREAD_CTX_ESYS: c_int = -4019;
 pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -4020;
 pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -4021;
 pub const OTEL_THREAD_CTX_EUNSUPPORTED: c_int = -4023;
+pub const OTEL_THREAD_CTX_ENOATTR: c_int = -4024;
 
 /// `struct otel_thread_ctx_options`.
 #[repr(C)]

@@ -132,6 +132,7 @@ fn errors() -> Vec<(&'static str, i32)> {
         ("EDUPKEY", sys::OTEL_THREAD_CTX_EDUPKEY),
         ("EOPTIONS", sys::OTEL_THREAD_CTX_EOPTIONS),
         ("EUNSUPPORTED", sys::OTEL_THREAD_CTX_EUNSUPPORTED),
+        ("ENOATTR", sys::OTEL_THREAD_CTX_ENOATTR),
         ("EPERM", sys::OTEL_THREAD_CTX_EPERM),
         ("ENOENT", sys::OTEL_THREAD_CTX_ENOENT),
         ("ESRCH", sys::OTEL_THREAD_CTX_ESRCH),
