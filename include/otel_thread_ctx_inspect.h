@@ -65,6 +65,16 @@
  * publisher's copy), never the other way round: a tracer links
  * libotel-thread-ctx alone.
  *
+ * Return values
+ * -------------
+ * Every function returns OTEL_THREAD_CTX_OK (0) or a negative code, as in
+ * otel_thread_ctx.h, except those that return void, a pointer
+ * (otel_thread_ctx_inspect_info(), the _strerror, _model_name and _key_name
+ * functions) or a count (otel_thread_ctx_inspect_key_count()), which say
+ * so.  otel_thread_ctx_inspect_thread() follows the rule too: 0 when it read
+ * the thread's record, else the negative code it also stores in the
+ * thread's status.
+ *
  * Errors
  * ------
  * The negative codes of enum otel_thread_ctx_error (otel_thread_ctx.h) and
@@ -344,9 +354,11 @@ const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_inspector *in
 					     unsigned int index);
 
 /*
- * Reads thread `tid` of the process into *out.  The return value is
- * out->status, except ENULL.  `tid` must be a thread of the inspected
- * process (ESRCH otherwise).
+ * Reads thread `tid` of the process into *out.  Returns 0 when the thread's
+ * record was read (out->record), else a negative code: ENULL (insp or out
+ * NULL; *out untouched), or the code out->status holds (ENOCTX: the thread
+ * publishes nothing; the other status codes above).  `tid` must be a
+ * thread of the inspected process (ESRCH otherwise).
  */
 int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
 				   struct otel_thread_ctx_inspect_thread *out);

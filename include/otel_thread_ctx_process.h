@@ -68,8 +68,9 @@
  * thread-safe and not async-signal-safe.  Do not call fork() from a signal
  * handler that interrupted one of them (the fork handler takes the lock).
  *
- * Errors are the negative codes of enum otel_thread_ctx_error
- * (otel_thread_ctx_strerror()).  A call that fails leaves the published
+ * Return values: every function returns OTEL_THREAD_CTX_OK (0) or a
+ * negative code of enum otel_thread_ctx_error (otel_thread_ctx_strerror()),
+ * as everywhere in otel_thread_ctx.h; none returns a positive value.  A call that fails leaves the published
  * context exactly as it was: same mapping, same timestamp, same payload.
  * The library never aborts, exits or prints.
  */
