@@ -42,7 +42,7 @@ struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_inspect_info info;
 	struct otel_thread_ctx_inspect_module modules[MAX_MODULES];
 	char *paths[MAX_MODULES];
-	struct otel_thread_ctx_process_snapshot *pctx;
+	struct otel_thread_ctx_inspect_process_snapshot *pctx;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -267,7 +267,7 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 		return;
 	for (size_t i = 0; i < MAX_MODULES; i++)
 		free(insp->paths[i]);
-	otel_thread_ctx_process_snapshot_free(insp->pctx);
+	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
 	free(insp);
 }
 
@@ -351,7 +351,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->info.modules = insp->modules;
 	insp->info.module_count = nmod;
-	insp->info.process_ctx_status = otel_thread_ctx_process_read(pid, 0, &insp->pctx);
+	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
 	*out = insp;
 	insp = NULL;

@@ -150,7 +150,7 @@ fn errors() -> Vec<(&'static str, i32)> {
 fn inspect_layout(put: &mut impl FnMut(&str, usize)) {
     use sys::inspect::{
         otel_thread_ctx_inspect_info as Info, otel_thread_ctx_inspect_module as Module,
-        otel_thread_ctx_inspect_thread as Thread, otel_thread_ctx_process_snapshot as Snapshot,
+        otel_thread_ctx_inspect_thread as Thread, otel_thread_ctx_inspect_process_snapshot as Snapshot,
     };
     put("snapshot.size", size_of::<Snapshot>());
     put("snapshot.align", align_of::<Snapshot>());
