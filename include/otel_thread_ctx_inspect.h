@@ -380,9 +380,9 @@ void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp);
 /*
  * eBPF readers
  * ------------
- * A BPF program reading thread contexts (otel_thread_ctx.bpf.h) follows a
+ * A BPF program reading thread contexts (otel_thread_ctx_reader.bpf.h) follows a
  * per-process description, struct otel_thread_ctx_bpf_proc (defined in
- * otel_thread_ctx_bpf.h), that user space computes here and puts in a map:
+ * otel_thread_ctx_inspect_bpf.h), that user space computes here and puts in a map:
  * for each module defining the slot, an offset from the thread pointer
  * (static TLS) or a DTV index and offset (dynamic TLS), and the DTV layout
  * of the process's C library.

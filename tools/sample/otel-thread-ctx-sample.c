@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include <otel_thread_ctx.h>
-#include <otel_thread_ctx_bpf.h>
+#include <otel_thread_ctx_inspect_bpf.h>
 #include <otel_thread_ctx_inspect.h>
 
 #include "sampler.h"
