@@ -147,6 +147,12 @@ extern "C" {
 
 /* The record (OTEP 4947).  Native endianness, no padding, 640 bytes. */
 #define OTEL_THREAD_CTX_RECORD_SIZE 640u
+/* The thread-local slot (OTEP 4947): the symbol every reader looks up in a
+ * module's .dynsym, and this library defines and writes. */
+#define OTEL_THREAD_CTX_SLOT_NAME "otel_thread_ctx_v1"
+/* Bytes of struct otel_thread_ctx_record before attrs_data: trace_id,
+ * span_id, valid, trace_flags, attrs_data_size. */
+#define OTEL_THREAD_CTX_RECORD_HEADER_SIZE 28u
 /* Bytes available for attribute entries in one record. */
 #define OTEL_THREAD_CTX_ATTRS_MAX 612u
 /* Longest attribute value, in bytes. */
@@ -188,7 +194,8 @@ OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, trace_flag
 			      "trace_flags offset");
 OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data_size) == 26,
 			      "attrs_data_size offset");
-OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data) == 28,
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data) ==
+				      OTEL_THREAD_CTX_RECORD_HEADER_SIZE,
 			      "attrs_data offset");
 #undef OTEL_THREAD_CTX_STATIC_ASSERT
 

@@ -9,7 +9,6 @@
 #include "tls.h"
 #endif
 
-#define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 
 /* Copies a header and what attrs_data_size says follows it, no more than
  * `avail` bytes of attributes and never more than the record holds.  `src`
@@ -20,7 +19,7 @@ copy_record(const uint8_t *src, size_t avail, struct otel_thread_ctx_record *out
 {
 	size_t size;
 
-	memcpy(out, src, HEADER_SIZE);
+	memcpy(out, src, OTEL_THREAD_CTX_RECORD_HEADER_SIZE);
 	if (out->valid != 1)
 		return OTEL_THREAD_CTX_EINVALID;
 	size = out->attrs_data_size;
@@ -29,7 +28,7 @@ copy_record(const uint8_t *src, size_t avail, struct otel_thread_ctx_record *out
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
 		size = OTEL_THREAD_CTX_ATTRS_MAX;
 	if (size != 0)
-		otel__copy_bytes(out->attrs_data, src + HEADER_SIZE, size);
+		otel__copy_bytes(out->attrs_data, src + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, size);
 	out->attrs_data_size = (uint16_t)size;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -56,9 +55,9 @@ OTEL_EXPORT int otel_thread_ctx_record_decode(const void *bytes, size_t len,
 {
 	if (bytes == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (len < HEADER_SIZE)
+	if (len < OTEL_THREAD_CTX_RECORD_HEADER_SIZE)
 		return OTEL_THREAD_CTX_ETRUNCATED;
-	return copy_record(bytes, len - HEADER_SIZE, out);
+	return copy_record(bytes, len - OTEL_THREAD_CTX_RECORD_HEADER_SIZE, out);
 }
 
 /* The entry at *pos, if it is complete; advances *pos past it. */

@@ -19,7 +19,7 @@
 #include "protobuf.h"
 #include "remote.h"
 
-#define HEADER_SIZE sizeof(struct otel_thread_ctx_process_header)
+#define PROCESS_HEADER_SIZE sizeof(struct otel_thread_ctx_process_header)
 #define PUBLISHED_AT_OFFSET offsetof(struct otel_thread_ctx_process_header, monotonic_published_at_ns)
 #define MAX_KEYS (OTEL_THREAD_CTX_KEY_MAX + 1)
 #define MAX_CANDIDATES 16
@@ -407,7 +407,7 @@ static int add_candidate(const struct otel__maps_entry *e, void *arg)
 	};
 	struct candidates *c = arg;
 
-	if (e->perms[0] != 'r' || e->end - e->start < HEADER_SIZE || c->n == MAX_CANDIDATES)
+	if (e->perms[0] != 'r' || e->end - e->start < PROCESS_HEADER_SIZE || c->n == MAX_CANDIDATES)
 		return 0;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		if (strncmp(e->name, prefixes[i], strlen(prefixes[i])) == 0) {
@@ -607,14 +607,14 @@ static bool resolve_target(pid_t *pid, bool *self)
 OTEL_EXPORT int otel_thread_ctx_inspect_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
 					 struct otel_thread_ctx_inspect_process_snapshot **out)
 {
-	struct candidate c = { mapping, mapping + HEADER_SIZE };
+	struct candidate c = { mapping, mapping + PROCESS_HEADER_SIZE };
 	bool self;
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
 	if (!resolve_target(&pid, &self))
 		return OTEL_THREAD_CTX_ESRCH;
-	if (mapping == 0 || mapping > UINT64_MAX - HEADER_SIZE)
+	if (mapping == 0 || mapping > UINT64_MAX - PROCESS_HEADER_SIZE)
 		return OTEL_THREAD_CTX_ENOENT;
 	return read_candidate(pid, self, &c, attempts ? attempts : OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS,
 			      out);
