@@ -112,10 +112,19 @@
  * the slot stays NULL, so the readers report nothing (ENOCTX); the key
  * registry and the record decoders work as everywhere.
  *
+ * Return values
+ * -------------
+ * Every function returns OTEL_THREAD_CTX_OK (0) on success or a negative
+ * enum otel_thread_ctx_error, so `if (f() != 0)` always means "it did not do
+ * it".  The exceptions say so where they are declared: functions that
+ * return void, a pointer (otel_thread_ctx_strerror(),
+ * otel_thread_ctx_key_name()) or a count (otel_thread_ctx_key_count()).  The attribute readers follow the rule
+ * too: 0 when an attribute is stored in *out, OTEL_THREAD_CTX_ENOATTR when
+ * there is none.
+ *
  * Errors
  * ------
- * Every function that can fail returns OTEL_THREAD_CTX_OK (0) or a negative
- * enum otel_thread_ctx_error, and checks in one order: missing pointers
+ * Every function that can fail checks in one order: missing pointers
  * (ENULL); then what the arguments alone get wrong (EOPTIONS, EKEY, EVALUE,
  * EUTF8, EDUPKEY, EIDS for ids given together); then what the state they
  * meet gets wrong (ENOCTX, EIDS against the ids already there, ENOSPC); then
@@ -138,6 +147,12 @@ extern "C" {
 
 /* The record (OTEP 4947).  Native endianness, no padding, 640 bytes. */
 #define OTEL_THREAD_CTX_RECORD_SIZE 640u
+/* The thread-local slot (OTEP 4947): the symbol every reader looks up in a
+ * module's .dynsym, and this library defines and writes. */
+#define OTEL_THREAD_CTX_SLOT_NAME "otel_thread_ctx_v1"
+/* Bytes of struct otel_thread_ctx_record before attrs_data: trace_id,
+ * span_id, valid, trace_flags, attrs_data_size. */
+#define OTEL_THREAD_CTX_RECORD_HEADER_SIZE 28u
 /* Bytes available for attribute entries in one record. */
 #define OTEL_THREAD_CTX_ATTRS_MAX 612u
 /* Longest attribute value, in bytes. */
@@ -179,7 +194,8 @@ OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, trace_flag
 			      "trace_flags offset");
 OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data_size) == 26,
 			      "attrs_data_size offset");
-OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data) == 28,
+OTEL_THREAD_CTX_STATIC_ASSERT(offsetof(struct otel_thread_ctx_record, attrs_data) ==
+				      OTEL_THREAD_CTX_RECORD_HEADER_SIZE,
 			      "attrs_data offset");
 #undef OTEL_THREAD_CTX_STATIC_ASSERT
 
@@ -262,6 +278,9 @@ enum otel_thread_ctx_error {
 	 * platform (the no-op build: not Linux, or not x86-64 or aarch64):
 	 * nothing is ever published, every reader reports nothing. */
 	OTEL_THREAD_CTX_EUNSUPPORTED = -4023,
+	/* otel_thread_ctx_attr_iter_next(): no more attributes;
+	 * otel_thread_ctx_record_attr(): no attribute of that key. */
+	OTEL_THREAD_CTX_ENOATTR = -4024,
 };
 
 /* A static, English description of an error code of this header; never
@@ -528,15 +547,17 @@ void otel_thread_ctx_attr_iter_init_map(struct otel_thread_ctx_attr_iter *it,
 					const struct otel_thread_ctx_record *rec,
 					unsigned int key_count);
 /*
- * Stores the next effective attribute in *out and returns 1, or returns 0
- * when there are no more.  Entries overridden by a later entry with the same
- * key are skipped, so each key comes out once, with its last value, in the
- * order of those last entries.  A truncated entry ends the walk.
+ * Stores the next effective attribute in *out and returns 0.  Entries
+ * overridden by a later entry with the same key are skipped, so each key
+ * comes out once, with its last value, in the order of those last entries.
+ * A truncated entry ends the walk.
+ * Errors: ENULL (it, its record or out NULL); ENOATTR (no more attributes).
  */
 int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
 				   struct otel_thread_ctx_attr *out);
-/* The effective value of `key` in rec: returns 1 and fills *out, or 0 (also
- * when this process's key map does not name `key`). */
+/* The effective value of `key` in rec: returns 0 and fills *out.
+ * Errors: ENULL (rec or out NULL); ENOATTR (rec has no attribute `key`,
+ * or this process's key map does not name `key`). */
 int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec, unsigned int key,
 				struct otel_thread_ctx_attr *out);
 

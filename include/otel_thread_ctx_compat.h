@@ -26,6 +26,11 @@
  *
  * Include either this header or the reference's, never both: they define
  * the same types.
+ *
+ * Return values follow the reference API, not the rule of the project's
+ * other headers (0 or a negative code): publish returns a result struct
+ * (success flag and a static error message), drop_current and read_drop
+ * return true on success, read returns a result struct.
  */
 #ifndef OTEL_THREAD_CTX_COMPAT_H
 #define OTEL_THREAD_CTX_COMPAT_H

@@ -23,7 +23,7 @@
  *                       slot; the offset follows from st_value and PT_TLS;
  * - the C library (glibc or musl, from the program interpreter) fixes the
  *   layout of the DTV, needed by the dynamic models;
- * - the process context (otel_thread_ctx_process_read(), below) gives the
+ * - the process context (otel_thread_ctx_inspect_process_read(), below) gives the
  *   attribute key names, when the process publishes one.
  *
  * otel_thread_ctx_inspect_thread() then reads one thread: it attaches with
@@ -64,6 +64,16 @@
  * libotel-thread-ctx (for the record decoder and, in this process, the
  * publisher's copy), never the other way round: a tracer links
  * libotel-thread-ctx alone.
+ *
+ * Return values
+ * -------------
+ * Every function returns OTEL_THREAD_CTX_OK (0) or a negative code, as in
+ * otel_thread_ctx.h, except those that return void, a pointer
+ * (otel_thread_ctx_inspect_info(), the _strerror, _model_name and _key_name
+ * functions) or a count (otel_thread_ctx_inspect_key_count()), which say
+ * so.  otel_thread_ctx_inspect_thread() follows the rule too: 0 when it read
+ * the thread's record, else the negative code it also stores in the
+ * thread's status.
  *
  * Errors
  * ------
@@ -122,9 +132,9 @@ const char *otel_thread_ctx_inspect_strerror(int error);
  * Reading
  * -------
  * What an inspector or profiler does to read the process context of a
- * process: otel_thread_ctx_process_read() finds the mapping, copies it by the
+ * process: otel_thread_ctx_inspect_process_read() finds the mapping, copies it by the
  * reading protocol, checks it and decodes it into a snapshot that the caller
- * frees with otel_thread_ctx_process_snapshot_free().  otel_thread_ctx_process_decode()
+ * frees with otel_thread_ctx_inspect_process_snapshot_free().  otel_thread_ctx_inspect_process_decode()
  * decodes a payload obtained some other way (an eBPF copy, a file).
  *
  * Decoding follows protobuf: unknown fields are skipped; of a field that
@@ -140,13 +150,13 @@ const char *otel_thread_ctx_inspect_strerror(int error);
  * encoded bytes are returned.
  */
 
-/* Attempts otel_thread_ctx_process_read() makes when it is given 0. */
-#define OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS 100u
+/* Attempts otel_thread_ctx_inspect_process_read() makes when it is given 0. */
+#define OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS 100u
 
 /* A decoded process context.  Everything it points to lives in the
- * snapshot's own memory until otel_thread_ctx_process_snapshot_free(). */
-struct otel_thread_ctx_process_snapshot {
-	/* From the mapping (0 for otel_thread_ctx_process_decode()). */
+ * snapshot's own memory until otel_thread_ctx_inspect_process_snapshot_free(). */
+struct otel_thread_ctx_inspect_process_snapshot {
+	/* From the mapping (0 for otel_thread_ctx_inspect_process_decode()). */
 	uint64_t mapping_address; /* where the header is, in the process */
 	uint64_t payload_address;
 	uint64_t monotonic_published_at_ns;
@@ -184,7 +194,7 @@ struct otel_thread_ctx_process_snapshot {
  * unchanged, 1 <= payload_size <= OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX, payload not
  * NULL), then the payload, then the timestamp again; a copy whose timestamps
  * differ or are 0 is retried, up to `attempts` copies in all (0 means
- * OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS), yielding the CPU between them; finally
+ * OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS), yielding the CPU between them; finally
  * decode.  Memory is read with process_vm_readv(), also for this process,
  * so an address that is not mapped is an error, never a crash.  When
  * process_vm_readv() is refused for this process (EPERM from a seccomp
@@ -205,20 +215,20 @@ struct otel_thread_ctx_process_snapshot {
  * candidates fail, the error of the last one is returned.  *out is set only
  * on success.
  */
-int otel_thread_ctx_process_read(pid_t pid, unsigned int attempts,
-			  struct otel_thread_ctx_process_snapshot **out);
+int otel_thread_ctx_inspect_process_read(pid_t pid, unsigned int attempts,
+			  struct otel_thread_ctx_inspect_process_snapshot **out);
 
 /*
- * otel_thread_ctx_process_read() without the search: reads the mapping whose header
+ * otel_thread_ctx_inspect_process_read() without the search: reads the mapping whose header
  * is at `mapping` in process `pid` (a snapshot's mapping_address, kept by a
  * reader that polls the same process; the format lets a reader cache the
  * address once a mapping proved valid).  Same protocol, checks and errors;
  * ENOENT when nothing is mapped there any more (unpublished), EFORMAT when
  * what is there is not a valid header.  Parsing /proc/PID/maps is the
- * expensive part of otel_thread_ctx_process_read(); this skips it.
+ * expensive part of otel_thread_ctx_inspect_process_read(); this skips it.
  */
-int otel_thread_ctx_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
-			     struct otel_thread_ctx_process_snapshot **out);
+int otel_thread_ctx_inspect_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
+			     struct otel_thread_ctx_inspect_process_snapshot **out);
 
 /*
  * Decodes `size` bytes of a ProcessContext payload into a new snapshot
@@ -226,11 +236,11 @@ int otel_thread_ctx_process_read_at(pid_t pid, uint64_t mapping, unsigned int at
  * Errors: ENULL (out NULL, or payload NULL with size > 0); E2BIG (size above
  * OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX); EDECODE; ENOMEM.
  */
-int otel_thread_ctx_process_decode(const void *payload, size_t size,
-			    struct otel_thread_ctx_process_snapshot **out);
+int otel_thread_ctx_inspect_process_decode(const void *payload, size_t size,
+			    struct otel_thread_ctx_inspect_process_snapshot **out);
 
 /* Frees a snapshot and everything it points to.  NULL is accepted. */
-void otel_thread_ctx_process_snapshot_free(struct otel_thread_ctx_process_snapshot *snap);
+void otel_thread_ctx_inspect_process_snapshot_free(struct otel_thread_ctx_inspect_process_snapshot *snap);
 
 
 /* How a module's code reaches the slot, and so how the inspector finds it. */
@@ -276,9 +286,9 @@ struct otel_thread_ctx_inspect_info {
 	size_t module_count;
 	const struct otel_thread_ctx_inspect_module *modules;
 	/* The process context: OTEL_THREAD_CTX_OK and a snapshot, or the
-	 * error otel_thread_ctx_process_read() returned and NULL. */
+	 * error otel_thread_ctx_inspect_process_read() returned and NULL. */
 	int process_ctx_status;
-	const struct otel_thread_ctx_process_snapshot *process_ctx;
+	const struct otel_thread_ctx_inspect_process_snapshot *process_ctx;
 };
 
 /* Per-thread anomalies (struct otel_thread_ctx_inspect_thread.anomalies):
@@ -344,9 +354,11 @@ const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_inspector *in
 					     unsigned int index);
 
 /*
- * Reads thread `tid` of the process into *out.  The return value is
- * out->status, except ENULL.  `tid` must be a thread of the inspected
- * process (ESRCH otherwise).
+ * Reads thread `tid` of the process into *out.  Returns 0 when the thread's
+ * record was read (out->record), else a negative code: ENULL (insp or out
+ * NULL; *out untouched), or the code out->status holds (ENOCTX: the thread
+ * publishes nothing; the other status codes above).  `tid` must be a
+ * thread of the inspected process (ESRCH otherwise).
  */
 int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
 				   struct otel_thread_ctx_inspect_thread *out);
@@ -368,9 +380,9 @@ void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp);
 /*
  * eBPF readers
  * ------------
- * A BPF program reading thread contexts (otel_thread_ctx.bpf.h) follows a
+ * A BPF program reading thread contexts (otel_thread_ctx_reader.bpf.h) follows a
  * per-process description, struct otel_thread_ctx_bpf_proc (defined in
- * otel_thread_ctx_bpf.h), that user space computes here and puts in a map:
+ * otel_thread_ctx_inspect_bpf.h), that user space computes here and puts in a map:
  * for each module defining the slot, an offset from the thread pointer
  * (static TLS) or a DTV index and offset (dynamic TLS), and the DTV layout
  * of the process's C library.

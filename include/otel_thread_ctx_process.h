@@ -43,7 +43,7 @@
  * otel_thread_ctx_process_unpublish()), so a reader that loaded the old pointer just
  * before a change still copies intact bytes.  Older payloads are freed:
  * readers must copy with a fault-tolerant read (process_vm_readv(), as
- * otel_thread_ctx_process_read() does, or bpf_probe_read_user()) and re-check the
+ * otel_thread_ctx_inspect_process_read() does, or bpf_probe_read_user()) and re-check the
  * timestamp, as the format requires.
  *
  * fork(): the child does not inherit the mapping (MADV_DONTFORK) and, by
@@ -68,8 +68,9 @@
  * thread-safe and not async-signal-safe.  Do not call fork() from a signal
  * handler that interrupted one of them (the fork handler takes the lock).
  *
- * Errors are the negative codes of enum otel_thread_ctx_error
- * (otel_thread_ctx_strerror()).  A call that fails leaves the published
+ * Return values: every function returns OTEL_THREAD_CTX_OK (0) or a
+ * negative code of enum otel_thread_ctx_error (otel_thread_ctx_strerror()),
+ * as everywhere in otel_thread_ctx.h; none returns a positive value.  A call that fails leaves the published
  * context exactly as it was: same mapping, same timestamp, same payload.
  * The library never aborts, exits or prints.
  */
@@ -160,7 +161,7 @@ enum otel_thread_ctx_process_type {
  *
  * `string` must be valid UTF-8; `length` is its size in bytes, or 0 for a
  * NUL-terminated string.  The reader fills the same struct (see
- * otel_thread_ctx_process_read()).
+ * otel_thread_ctx_inspect_process_read()).
  */
 struct otel_thread_ctx_process_attr {
 	const char *key;
@@ -280,7 +281,7 @@ int otel_thread_ctx_process_query(struct otel_thread_ctx_process_info *info);
  * A copy of what this library publishes: the header and the payload, taken
  * under the lock, so that nothing changes or is freed meanwhile.  For a
  * reader in this process that cannot read memory through the kernel
- * (otel_thread_ctx_process_read() of libotel-thread-ctx-inspect falls back on
+ * (otel_thread_ctx_inspect_process_read() of libotel-thread-ctx-inspect falls back on
  * it when process_vm_readv() is refused).  *payload is allocated with
  * malloc(); free() it.  Errors: ENULL; ENOTPUBLISHED; ENOMEM.
  */

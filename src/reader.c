@@ -9,7 +9,6 @@
 #include "tls.h"
 #endif
 
-#define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 
 /* Copies a header and what attrs_data_size says follows it, no more than
  * `avail` bytes of attributes and never more than the record holds.  `src`
@@ -20,7 +19,7 @@ copy_record(const uint8_t *src, size_t avail, struct otel_thread_ctx_record *out
 {
 	size_t size;
 
-	memcpy(out, src, HEADER_SIZE);
+	memcpy(out, src, OTEL_THREAD_CTX_RECORD_HEADER_SIZE);
 	if (out->valid != 1)
 		return OTEL_THREAD_CTX_EINVALID;
 	size = out->attrs_data_size;
@@ -29,7 +28,7 @@ copy_record(const uint8_t *src, size_t avail, struct otel_thread_ctx_record *out
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
 		size = OTEL_THREAD_CTX_ATTRS_MAX;
 	if (size != 0)
-		otel__copy_bytes(out->attrs_data, src + HEADER_SIZE, size);
+		otel__copy_bytes(out->attrs_data, src + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, size);
 	out->attrs_data_size = (uint16_t)size;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -56,9 +55,9 @@ OTEL_EXPORT int otel_thread_ctx_record_decode(const void *bytes, size_t len,
 {
 	if (bytes == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (len < HEADER_SIZE)
+	if (len < OTEL_THREAD_CTX_RECORD_HEADER_SIZE)
 		return OTEL_THREAD_CTX_ETRUNCATED;
-	return copy_record(bytes, len - HEADER_SIZE, out);
+	return copy_record(bytes, len - OTEL_THREAD_CTX_RECORD_HEADER_SIZE, out);
 }
 
 /* The entry at *pos, if it is complete; advances *pos past it. */
@@ -102,7 +101,7 @@ OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter 
 	struct otel_thread_ctx_attr a, later;
 
 	if (it == NULL || it->rec == NULL || out == NULL)
-		return 0;
+		return OTEL_THREAD_CTX_ENULL;
 	while (entry_at(it->rec, &it->pos, &a)) {
 		size_t pos = it->pos;
 		int overridden = 0;
@@ -117,9 +116,9 @@ OTEL_EXPORT int otel_thread_ctx_attr_iter_next(struct otel_thread_ctx_attr_iter 
 			continue;
 		}
 		*out = a;
-		return 1;
+		return OTEL_THREAD_CTX_OK;
 	}
-	return 0;
+	return OTEL_THREAD_CTX_ENOATTR;
 }
 
 OTEL_EXPORT int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record *rec,
@@ -127,15 +126,17 @@ OTEL_EXPORT int otel_thread_ctx_record_attr(const struct otel_thread_ctx_record 
 {
 	struct otel_thread_ctx_attr a;
 	size_t pos = 0;
-	int found = 0;
+	int rc = OTEL_THREAD_CTX_ENOATTR;
 
-	if (rec == NULL || out == NULL || key >= otel_thread_ctx_key_count())
-		return 0;
+	if (rec == NULL || out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (key >= otel_thread_ctx_key_count())
+		return OTEL_THREAD_CTX_ENOATTR;
 	while (entry_at(rec, &pos, &a)) {
 		if (a.key == key) {
 			*out = a;
-			found = 1;
+			rc = OTEL_THREAD_CTX_OK;
 		}
 	}
-	return found;
+	return rc;
 }

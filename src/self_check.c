@@ -40,8 +40,7 @@
 #include "internal.h"
 #include "tls.h"
 
-#define SLOT_NAME "otel_thread_ctx_v1"
-#define EXPORT_FLAG "-Wl,--export-dynamic-symbol=" SLOT_NAME
+#define EXPORT_FLAG "-Wl,--export-dynamic-symbol=" OTEL_THREAD_CTX_SLOT_NAME
 /* Longest hash chain followed: far more than any real table has. */
 #define CHAIN_MAX (1u << 24)
 
@@ -198,11 +197,11 @@ struct dynsym_view {
 	size_t strsz;
 };
 
-/* Entry i of .dynsym, if its name is SLOT_NAME and it is a defined TLS
+/* Entry i of .dynsym, if its name is OTEL_THREAD_CTX_SLOT_NAME and it is a defined TLS
  * symbol. */
 static const ElfW(Sym) *slot_at(const struct module *m, const struct dynsym_view *v, size_t i)
 {
-	static const char name[] = SLOT_NAME;
+	static const char name[] = OTEL_THREAD_CTX_SLOT_NAME;
 	const ElfW(Sym) *s = v->sym + i;
 	uintptr_t str;
 
@@ -218,7 +217,7 @@ static const ElfW(Sym) *slot_at(const struct module *m, const struct dynsym_view
 	return s;
 }
 
-/* Looks SLOT_NAME up in the module's in-memory .dynsym, by its hash table
+/* Looks OTEL_THREAD_CTX_SLOT_NAME up in the module's in-memory .dynsym, by its hash table
  * (DT_GNU_HASH, else DT_HASH): the lookup a loader does. */
 static const ElfW(Sym) *find_exported(const struct module *m)
 {
@@ -236,7 +235,7 @@ static const ElfW(Sym) *find_exported(const struct module *m)
 
 	if (dyn_value(m, DT_GNU_HASH, &hash)) {
 		const uint32_t *hdr = (const uint32_t *)dyn_addr(m->info, hash, 16);
-		uint32_t nbuckets, symoffset, bloom_size, h = gnu_hash(SLOT_NAME), i;
+		uint32_t nbuckets, symoffset, bloom_size, h = gnu_hash(OTEL_THREAD_CTX_SLOT_NAME), i;
 		const uint32_t *buckets, *chain;
 
 		if (hdr == NULL)
@@ -279,7 +278,7 @@ static const ElfW(Sym) *find_exported(const struct module *m)
 		chain = bucket + nbucket;
 		if (!readable(m->info, (uintptr_t)bucket, ((size_t)nbucket + nchain) * 4))
 			return NULL;
-		i = bucket[sysv_hash(SLOT_NAME) % nbucket];
+		i = bucket[sysv_hash(OTEL_THREAD_CTX_SLOT_NAME) % nbucket];
 		for (uint32_t n = 0; i != 0 && i < nchain && n < nchain; n++) {
 			const ElfW(Sym) *s = slot_at(m, &v, i);
 
@@ -364,12 +363,12 @@ static bool read_at(int fd, void *buf, size_t n, uint64_t off)
 	return true;
 }
 
-/* st_value of a defined TLS SLOT_NAME in the .dynsym section of the ELF
+/* st_value of a defined TLS OTEL_THREAD_CTX_SLOT_NAME in the .dynsym section of the ELF
  * file open at fd, by a linear walk (a static executable's .dynsym is
  * small); false when there is none or the file is not what it should be. */
 static bool file_dynsym_slot(int fd, uint64_t *value)
 {
-	static const char name[] = SLOT_NAME;
+	static const char name[] = OTEL_THREAD_CTX_SLOT_NAME;
 	ElfW(Ehdr) eh;
 	ElfW(Shdr) sym, str;
 	char buf[sizeof(name)];
@@ -505,10 +504,10 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 				 sc.exporting - 1, sc.exporting == 2 ? "" : "s",
 				 sc.exporting == 2 ? "s" : "");
 		if (r->slot_is_own)
-			say(r, "%s exports " SLOT_NAME ", which resolves to %p in this thread, the slot this library writes%s",
+			say(r, "%s exports " OTEL_THREAD_CTX_SLOT_NAME ", which resolves to %p in this thread, the slot this library writes%s",
 			    module_text(match->name, match->is_main), sc.slot, others);
 		else
-			say(r, "%s exports " SLOT_NAME ", which resolves to %p in this thread, the slot this library writes; it is that module's definition, ahead of the library's own (%p), so records go where readers look, but any other writer of that slot competes with this library%s",
+			say(r, "%s exports " OTEL_THREAD_CTX_SLOT_NAME ", which resolves to %p in this thread, the slot this library writes; it is that module's definition, ahead of the library's own (%p), so records go where readers look, but any other writer of that slot competes with this library%s",
 			    module_text(match->name, match->is_main), sc.slot, r->own_slot, others);
 		return OTEL_THREAD_CTX_OK;
 	}
@@ -516,7 +515,7 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 		r->status = OTEL_THREAD_CTX_SELF_CHECK_MISMATCH;
 		r->exported = first->addr;
 		r->exported_module = first->name;
-		say(r, "%s exports " SLOT_NAME " at %p in this thread, but this library writes %p%s%s%s: two copies of the library are loaded, and profilers read the one that is exported",
+		say(r, "%s exports " OTEL_THREAD_CTX_SLOT_NAME " at %p in this thread, but this library writes %p%s%s%s: two copies of the library are loaded, and profilers read the one that is exported",
 		    module_text(first->name, first->is_main), first->addr, sc.slot,
 		    sc.holder_found ? " (in " : "",
 		    sc.holder_found ? module_text(sc.holder, sc.holder_is_main) : "",
@@ -524,19 +523,19 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *r)
 	} else if (unknown != NULL) {
 		r->status = OTEL_THREAD_CTX_SELF_CHECK_UNKNOWN;
 		r->exported_module = unknown->name;
-		say(r, "%s exports " SLOT_NAME ", but its TLS block in this thread could not be located, so the address cannot be compared with %p",
+		say(r, "%s exports " OTEL_THREAD_CTX_SLOT_NAME ", but its TLS block in this thread could not be located, so the address cannot be compared with %p",
 		    module_text(unknown->name, unknown->is_main), sc.slot);
 	} else if (!sc.holder_found) {
 		r->status = OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED;
-		say(r, "no loaded module exports " SLOT_NAME " in its .dynsym, and the slot at %p is in no module's TLS block",
+		say(r, "no loaded module exports " OTEL_THREAD_CTX_SLOT_NAME " in its .dynsym, and the slot at %p is in no module's TLS block",
 		    sc.slot);
 	} else if (!sc.holder_has_dynamic) {
 		r->status = OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED;
-		say(r, "%s holds the slot but has no dynamic symbol table (a fully static executable), so profilers cannot find " SLOT_NAME "; link it with -static-pie and " EXPORT_FLAG,
+		say(r, "%s holds the slot but has no dynamic symbol table (a fully static executable), so profilers cannot find " OTEL_THREAD_CTX_SLOT_NAME "; link it with -static-pie and " EXPORT_FLAG,
 		    module_text(sc.holder, sc.holder_is_main));
 	} else {
 		r->status = OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED;
-		say(r, "%s holds the slot but does not export " SLOT_NAME " in its .dynsym, so profilers cannot find it; link it with " EXPORT_FLAG " (pkg-config --static --libs otel-thread-ctx gives it)",
+		say(r, "%s holds the slot but does not export " OTEL_THREAD_CTX_SLOT_NAME " in its .dynsym, so profilers cannot find it; link it with " EXPORT_FLAG " (pkg-config --static --libs otel-thread-ctx gives it)",
 		    module_text(sc.holder, sc.holder_is_main));
 	}
 	return OTEL_THREAD_CTX_ESLOT;

@@ -60,6 +60,8 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 		return "the same attribute key is given twice";
 	case OTEL_THREAD_CTX_EUNSUPPORTED:
 		return "not supported: the library was built without thread-context support for this platform";
+	case OTEL_THREAD_CTX_ENOATTR:
+		return "no (more) attributes: the record has no attribute of that key, or the walk is over";
 	case OTEL_THREAD_CTX_EOPTIONS:
 		return "invalid options (size too small, a reserved or unknown byte not zero, or a value out of range)";
 	}

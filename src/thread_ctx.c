@@ -26,7 +26,6 @@
 #include "tls.h"
 #include "utf8.h"
 
-#define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 #define ENTRY_HEADER 2u
 
 struct otel_thread_ctx {
@@ -37,7 +36,7 @@ struct otel_thread_ctx {
 	uint8_t none;
 	/* Non-zero when the record has a trace id (and so a span id). */
 	uint8_t traced;
-	/* The record: HEADER_SIZE + capacity bytes, valid always 1. */
+	/* The record: OTEL_THREAD_CTX_RECORD_HEADER_SIZE + capacity bytes, valid always 1. */
 	_Alignas(8) unsigned char storage[];
 };
 
@@ -395,7 +394,7 @@ OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
 		if (capacity > OTEL_THREAD_CTX_ATTRS_MAX)
 			return OTEL_THREAD_CTX_EOPTIONS;
 	}
-	ctx = calloc(1, sizeof(*ctx) + HEADER_SIZE + capacity);
+	ctx = calloc(1, sizeof(*ctx) + OTEL_THREAD_CTX_RECORD_HEADER_SIZE + capacity);
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
 	ctx->capacity = (uint16_t)capacity;
@@ -581,7 +580,7 @@ OTEL_EXPORT int otel_thread_ctx_clear(otel_thread_ctx *ctx)
 static inline void copy_record(struct otel_thread_ctx_record *dst,
 			       const struct otel_thread_ctx_record *src)
 {
-	memcpy(dst, src, HEADER_SIZE);
+	memcpy(dst, src, OTEL_THREAD_CTX_RECORD_HEADER_SIZE);
 	otel__copy_bytes(dst->attrs_data, src->attrs_data, src->attrs_data_size);
 }
 

@@ -28,8 +28,9 @@
 #include <string.h>
 
 #include "elf_reader.h"
+#include "otel_thread_ctx.h"
 
-#define SLOT "otel_thread_ctx_v1"
+#define SLOT OTEL_THREAD_CTX_SLOT_NAME
 #define EXPORT_FLAG "-Wl,--export-dynamic-symbol=" SLOT
 #define MAX_CHECKS 24
 #define MAX_RELOCS 16

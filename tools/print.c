@@ -61,7 +61,7 @@ void tool_attrs_table(const otel_thread_ctx_inspector *insp,
 	struct otel_thread_ctx_attr a;
 
 	attrs_init(&it, insp, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		printf(" %s=\"", otel_thread_ctx_inspect_key_name(insp, a.key));
 		tool_text_value(a.value, a.len);
 		putchar('"');
@@ -80,7 +80,7 @@ void tool_attrs_json(const otel_thread_ctx_inspector *insp,
 
 	putchar('[');
 	attrs_init(&it, insp, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
 
 		printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);

@@ -89,22 +89,22 @@ int main(void)
 	FIELD(struct otel_thread_ctx_process_info, "process_info", payload_size);
 	FIELD(struct otel_thread_ctx_process_info, "process_info", payload);
 
-	SIZE(struct otel_thread_ctx_process_snapshot, "snapshot");
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", mapping_address);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", payload_address);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", monotonic_published_at_ns);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", version);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", retries);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", payload);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", payload_size);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", schema_version);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", key_map_present);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", key_count);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", keys);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", resource_count);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", resource);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", attribute_count);
-	FIELD(struct otel_thread_ctx_process_snapshot, "snapshot", attributes);
+	SIZE(struct otel_thread_ctx_inspect_process_snapshot, "snapshot");
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", mapping_address);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", payload_address);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", monotonic_published_at_ns);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", version);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", retries);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", payload);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", payload_size);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", schema_version);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", key_map_present);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", key_count);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", keys);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", resource_count);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", resource);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", attribute_count);
+	FIELD(struct otel_thread_ctx_inspect_process_snapshot, "snapshot", attributes);
 
 	SIZE(struct otel_thread_ctx_inspect_module, "inspect_module");
 	FIELD(struct otel_thread_ctx_inspect_module, "inspect_module", path);
@@ -162,6 +162,7 @@ int main(void)
 	ERROR(EDUPKEY);
 	ERROR(EOPTIONS);
 	ERROR(EUNSUPPORTED);
+	ERROR(ENOATTR);
 	ERROR(EPERM);
 	ERROR(ENOENT);
 	ERROR(ESRCH);

@@ -6,7 +6,7 @@
  * otel_thread_ctx_process_publish_with() / _update() / _unpublish(), the key
  * map is libotel-thread-ctx's key registry, and reading back is
  * otel_thread_ctx_process_copy() decoded by libotel-thread-ctx-inspect's
- * otel_thread_ctx_process_decode(), the decoder the project's own readers
+ * otel_thread_ctx_inspect_process_decode(), the decoder the project's own readers
  * use, so that this read shows what a profiler decodes.
  *
  * Order of a publish: check everything that can be checked without changing
@@ -461,7 +461,7 @@ static const char *append_pair(const char **list, size_t *n,
 	return NULL;
 }
 
-static const char *fill_resource(const struct otel_thread_ctx_process_snapshot *s,
+static const char *fill_resource(const struct otel_thread_ctx_inspect_process_snapshot *s,
 				 otel_process_ctx_data *d)
 {
 	const char **list = calloc(2 * s->resource_count + 1, sizeof(*list));
@@ -497,7 +497,7 @@ static const char *fill_resource(const struct otel_thread_ctx_process_snapshot *
 	return NULL;
 }
 
-static const char *fill_attributes(const struct otel_thread_ctx_process_snapshot *s,
+static const char *fill_attributes(const struct otel_thread_ctx_inspect_process_snapshot *s,
 				   otel_process_ctx_data *d)
 {
 	const char **list = calloc(2 * s->attribute_count + 1, sizeof(*list));
@@ -515,7 +515,7 @@ static const char *fill_attributes(const struct otel_thread_ctx_process_snapshot
 	return NULL;
 }
 
-static const char *fill_config(const struct otel_thread_ctx_process_snapshot *s,
+static const char *fill_config(const struct otel_thread_ctx_inspect_process_snapshot *s,
 			       otel_process_ctx_data *d)
 {
 	otel_thread_ctx_config_data *config;
@@ -550,7 +550,7 @@ COMPAT_EXPORT otel_process_ctx_read_result otel_process_ctx_read(void)
 {
 	otel_process_ctx_read_result r;
 	struct otel_thread_ctx_process_header header;
-	struct otel_thread_ctx_process_snapshot *snap;
+	struct otel_thread_ctx_inspect_process_snapshot *snap;
 	const char *msg;
 	void *payload;
 	int err;
@@ -565,7 +565,7 @@ COMPAT_EXPORT otel_process_ctx_read_result otel_process_ctx_read(void)
 		r.error_message = READ_MSG("out of memory");
 		return r;
 	}
-	err = otel_thread_ctx_process_decode(payload, header.payload_size, &snap);
+	err = otel_thread_ctx_inspect_process_decode(payload, header.payload_size, &snap);
 	free(payload);
 	if (err != OTEL_THREAD_CTX_OK) {
 		r.error_message = err == OTEL_THREAD_CTX_ENOMEM ?
@@ -578,7 +578,7 @@ COMPAT_EXPORT otel_process_ctx_read_result otel_process_ctx_read(void)
 		msg = fill_attributes(snap, &r.data);
 	if (msg == NULL)
 		msg = fill_config(snap, &r.data);
-	otel_thread_ctx_process_snapshot_free(snap);
+	otel_thread_ctx_inspect_process_snapshot_free(snap);
 	if (msg != NULL) {
 		free_data(&r.data);
 		r.error_message = msg;

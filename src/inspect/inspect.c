@@ -33,8 +33,6 @@
 #error "otel-thread-ctx: the inspector supports x86-64 and aarch64 only"
 #endif
 
-#define SLOT_NAME "otel_thread_ctx_v1"
-#define HEADER_SIZE offsetof(struct otel_thread_ctx_record, attrs_data)
 #define MAX_MODULES 32
 #define MAX_MAPPED_FILES 4096
 
@@ -42,7 +40,7 @@ struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_inspect_info info;
 	struct otel_thread_ctx_inspect_module modules[MAX_MODULES];
 	char *paths[MAX_MODULES];
-	struct otel_thread_ctx_process_snapshot *pctx;
+	struct otel_thread_ctx_inspect_process_snapshot *pctx;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -210,7 +208,7 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 	uint64_t v, w;
 	int err;
 
-	if (otel__elf_tls_classify(elf, SLOT_NAME, &acc) != 0)
+	if (otel__elf_tls_classify(elf, OTEL_THREAD_CTX_SLOT_NAME, &acc) != 0)
 		return OTEL_THREAD_CTX_EMODEL;
 	if (acc.desc.count > 0) {
 		err = read_u64(pid, m->base + acc.desc.offset + 8, &v);
@@ -267,7 +265,7 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 		return;
 	for (size_t i = 0; i < MAX_MODULES; i++)
 		free(insp->paths[i]);
-	otel_thread_ctx_process_snapshot_free(insp->pctx);
+	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
 	free(insp);
 }
 
@@ -310,7 +308,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 
 		if (open_module(pid, files[i].path, &elf) != 0)
 			continue;
-		if (otel__elf_sym_find(elf, OTEL__ELF_DYNSYM, SLOT_NAME, &sym) != 0 ||
+		if (otel__elf_sym_find(elf, OTEL__ELF_DYNSYM, OTEL_THREAD_CTX_SLOT_NAME, &sym) != 0 ||
 		    sym.shndx == OTEL__SHN_UNDEF || sym.type != OTEL__STT_TLS) {
 			otel__elf_close(elf);
 			continue;
@@ -351,7 +349,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->info.modules = insp->modules;
 	insp->info.module_count = nmod;
-	insp->info.process_ctx_status = otel_thread_ctx_process_read(pid, 0, &insp->pctx);
+	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
 	*out = insp;
 	insp = NULL;
@@ -456,15 +454,15 @@ static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_
 
 	if (addr % 2 != 0)
 		return OTEL_THREAD_CTX_EFORMAT;
-	if (read_remote(pid, addr, buf, HEADER_SIZE) != 0)
+	if (read_remote(pid, addr, buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE) != 0)
 		return OTEL_THREAD_CTX_EFAULT;
 	memcpy(&size, buf + offsetof(struct otel_thread_ctx_record, attrs_data_size), sizeof(size));
 	out->attrs_data_size = size;
 	n = size > OTEL_THREAD_CTX_ATTRS_MAX ? OTEL_THREAD_CTX_ATTRS_MAX : size;
 	if (buf[offsetof(struct otel_thread_ctx_record, valid)] == 1 && n > 0 &&
-	    read_remote(pid, addr + HEADER_SIZE, buf + HEADER_SIZE, n) != 0)
+	    read_remote(pid, addr + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, buf + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, n) != 0)
 		return OTEL_THREAD_CTX_EFAULT;
-	rc = otel_thread_ctx_record_decode(buf, HEADER_SIZE + n, r);
+	rc = otel_thread_ctx_record_decode(buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE + n, r);
 	if (rc != 0)
 		return rc;
 	if (size > OTEL_THREAD_CTX_ATTRS_MAX)

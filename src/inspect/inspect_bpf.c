@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The inspector's description of a process for eBPF readers
- * (otel_thread_ctx_inspect.h, "eBPF readers"; otel_thread_ctx_bpf.h), and
+ * (otel_thread_ctx_inspect.h, "eBPF readers"; otel_thread_ctx_inspect_bpf.h), and
  * the signature of its mapped files that tells a reader when to describe it
  * again.  Built on the public inspector API only: the inspector already read
  * the TLS descriptors and GOT entries that give each module's offset or
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "inspect.h"
-#include "otel_thread_ctx_bpf.h"
+#include "otel_thread_ctx_inspect_bpf.h"
 #include "remote.h"
 #if defined(__x86_64__)
 #include "x86_64/regs.h"

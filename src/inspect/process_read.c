@@ -19,7 +19,7 @@
 #include "protobuf.h"
 #include "remote.h"
 
-#define HEADER_SIZE sizeof(struct otel_thread_ctx_process_header)
+#define PROCESS_HEADER_SIZE sizeof(struct otel_thread_ctx_process_header)
 #define PUBLISHED_AT_OFFSET offsetof(struct otel_thread_ctx_process_header, monotonic_published_at_ns)
 #define MAX_KEYS (OTEL_THREAD_CTX_KEY_MAX + 1)
 #define MAX_CANDIDATES 16
@@ -304,13 +304,13 @@ static size_t round_up(size_t n)
 	return (n + 15) & ~(size_t)15;
 }
 
-OTEL_EXPORT int otel_thread_ctx_process_decode(const void *payload, size_t size,
-					struct otel_thread_ctx_process_snapshot **out)
+OTEL_EXPORT int otel_thread_ctx_inspect_process_decode(const void *payload, size_t size,
+					struct otel_thread_ctx_inspect_process_snapshot **out)
 {
 	struct decoder d;
 	struct span all = { payload, size };
 	struct span names[MAX_KEYS];
-	struct otel_thread_ctx_process_snapshot *snap;
+	struct otel_thread_ctx_inspect_process_snapshot *snap;
 	size_t off_resource, off_attrs, off_keys, off_payload, off_strings, total;
 	int keys = 0, err;
 	uint8_t *mem;
@@ -345,7 +345,7 @@ OTEL_EXPORT int otel_thread_ctx_process_decode(const void *payload, size_t size,
 	mem = calloc(1, total);
 	if (mem == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
-	snap = (struct otel_thread_ctx_process_snapshot *)(void *)mem;
+	snap = (struct otel_thread_ctx_inspect_process_snapshot *)(void *)mem;
 
 	/* Second pass: the same bytes, so the same outcome, now copied. */
 	d.fill = true;
@@ -380,7 +380,7 @@ OTEL_EXPORT int otel_thread_ctx_process_decode(const void *payload, size_t size,
 	return OTEL_THREAD_CTX_OK;
 }
 
-OTEL_EXPORT void otel_thread_ctx_process_snapshot_free(struct otel_thread_ctx_process_snapshot *snap)
+OTEL_EXPORT void otel_thread_ctx_inspect_process_snapshot_free(struct otel_thread_ctx_inspect_process_snapshot *snap)
 {
 	free(snap);
 }
@@ -407,7 +407,7 @@ static int add_candidate(const struct otel__maps_entry *e, void *arg)
 	};
 	struct candidates *c = arg;
 
-	if (e->perms[0] != 'r' || e->end - e->start < HEADER_SIZE || c->n == MAX_CANDIDATES)
+	if (e->perms[0] != 'r' || e->end - e->start < PROCESS_HEADER_SIZE || c->n == MAX_CANDIDATES)
 		return 0;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		if (strncmp(e->name, prefixes[i], strlen(prefixes[i])) == 0) {
@@ -447,7 +447,7 @@ static void back_off(unsigned int attempt)
 	}
 }
 
-static void fill_header_fields(struct otel_thread_ctx_process_snapshot *snap, uint64_t mapping,
+static void fill_header_fields(struct otel_thread_ctx_inspect_process_snapshot *snap, uint64_t mapping,
 			       const struct otel_thread_ctx_process_header *h, unsigned int retries)
 {
 	snap->mapping_address = mapping;
@@ -473,7 +473,7 @@ static bool payload_plausible(const struct otel_thread_ctx_process_header *h)
 
 /* The copy the publisher of this process makes under its lock, when
  * process_vm_readv() is refused: only of the mapping it publishes. */
-static int read_own(uint64_t mapping, struct otel_thread_ctx_process_snapshot **out)
+static int read_own(uint64_t mapping, struct otel_thread_ctx_inspect_process_snapshot **out)
 {
 	struct otel_thread_ctx_process_info info;
 	struct otel_thread_ctx_process_header h;
@@ -492,7 +492,7 @@ static int read_own(uint64_t mapping, struct otel_thread_ctx_process_snapshot **
 	if (err == OTEL_THREAD_CTX_OK && !payload_plausible(&h))
 		err = OTEL_THREAD_CTX_EFORMAT;
 	if (err == OTEL_THREAD_CTX_OK)
-		err = otel_thread_ctx_process_decode(copy, h.payload_size, out);
+		err = otel_thread_ctx_inspect_process_decode(copy, h.payload_size, out);
 	if (err == OTEL_THREAD_CTX_OK)
 		fill_header_fields(*out, mapping, &h, 0);
 	free(copy);
@@ -507,7 +507,7 @@ static int read_own(uint64_t mapping, struct otel_thread_ctx_process_snapshot **
  * payload_size lies before the timestamp).
  */
 static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsigned int attempts,
-			  struct otel_thread_ctx_process_snapshot **out)
+			  struct otel_thread_ctx_inspect_process_snapshot **out)
 {
 	struct otel_thread_ctx_process_header h;
 	uint8_t *buf = NULL;
@@ -583,7 +583,7 @@ static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsig
 			err = payload_error == EFAULT ? OTEL_THREAD_CTX_EFAULT : otel__remote_error(payload_error);
 			break;
 		}
-		err = otel_thread_ctx_process_decode(buf, h.payload_size, out);
+		err = otel_thread_ctx_inspect_process_decode(buf, h.payload_size, out);
 		if (err == OTEL_THREAD_CTX_OK)
 			fill_header_fields(*out, c->start, &h, retries);
 		break;
@@ -604,24 +604,24 @@ static bool resolve_target(pid_t *pid, bool *self)
 	return true;
 }
 
-OTEL_EXPORT int otel_thread_ctx_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
-					 struct otel_thread_ctx_process_snapshot **out)
+OTEL_EXPORT int otel_thread_ctx_inspect_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
+					 struct otel_thread_ctx_inspect_process_snapshot **out)
 {
-	struct candidate c = { mapping, mapping + HEADER_SIZE };
+	struct candidate c = { mapping, mapping + PROCESS_HEADER_SIZE };
 	bool self;
 
 	if (out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
 	if (!resolve_target(&pid, &self))
 		return OTEL_THREAD_CTX_ESRCH;
-	if (mapping == 0 || mapping > UINT64_MAX - HEADER_SIZE)
+	if (mapping == 0 || mapping > UINT64_MAX - PROCESS_HEADER_SIZE)
 		return OTEL_THREAD_CTX_ENOENT;
-	return read_candidate(pid, self, &c, attempts ? attempts : OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS,
+	return read_candidate(pid, self, &c, attempts ? attempts : OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS,
 			      out);
 }
 
-OTEL_EXPORT int otel_thread_ctx_process_read(pid_t pid, unsigned int attempts,
-				      struct otel_thread_ctx_process_snapshot **out)
+OTEL_EXPORT int otel_thread_ctx_inspect_process_read(pid_t pid, unsigned int attempts,
+				      struct otel_thread_ctx_inspect_process_snapshot **out)
 {
 	struct candidate c[MAX_CANDIDATES];
 	size_t n = 0;
@@ -633,7 +633,7 @@ OTEL_EXPORT int otel_thread_ctx_process_read(pid_t pid, unsigned int attempts,
 	if (!resolve_target(&pid, &self))
 		return OTEL_THREAD_CTX_ESRCH;
 	if (attempts == 0)
-		attempts = OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS;
+		attempts = OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS;
 	err = find_candidates(pid, self, c, &n);
 	if (err)
 		return err;

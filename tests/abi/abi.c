@@ -17,7 +17,15 @@
 
 #include "minitest.h"
 #include "otel_thread_ctx.h"
+#include "otel_thread_ctx_inspect_bpf.h"
 #include "otel_thread_ctx_process.h"
+
+/* otel_thread_ctx_inspect_bpf.h is included by BPF programs, which have no
+ * libc headers, so it keeps its own copies of the record's sizes. */
+_Static_assert(OTEL_THREAD_CTX_BPF_HEADER_SIZE == OTEL_THREAD_CTX_RECORD_HEADER_SIZE,
+	       "the BPF header's record header size");
+_Static_assert(OTEL_THREAD_CTX_BPF_ATTRS_MAX == OTEL_THREAD_CTX_ATTRS_MAX,
+	       "the BPF header's attribute bytes");
 
 #define EXPECT(cond) CHECK(cond, "%s", #cond)
 #define EXPECT_RC(call, want)                                                   \

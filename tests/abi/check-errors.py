@@ -18,7 +18,7 @@ import sys
 EXEMPT = {"ENOMEM", "ETHREAD"}
 # The functions errors.c must cover: contexts, publishing, readers.
 COVERED = re.compile(r"otel_thread_ctx_(create|create_with|set_\w+|clear\w*|remove_attr|copy|get|"
-                     r"attach|update\w*|detach|save|read|record_decode)$")
+                     r"attach|update\w*|detach|save|read|record_decode|attr_iter_next|record_attr)$")
 
 
 def documented(header):

@@ -225,6 +225,37 @@ int main(void)
 	E(otel_thread_ctx_record_decode, otel_thread_ctx_record_decode(&rec, 28, &rec),
 	  OTEL_THREAD_CTX_EINVALID, "valid 0");
 
+	/* attribute readers: a record with one attribute of a registered key */
+	{
+		struct otel_thread_ctx_attr_iter it;
+		struct otel_thread_ctx_attr attr;
+		unsigned int key;
+
+		CHECK(otel_thread_ctx_key_register("errors.key", &key) == 0 && key < 255,
+		      "key_register");
+		memset(&rec, 0, sizeof(rec));
+		rec.valid = 1;
+		rec.attrs_data[0] = (uint8_t)key;
+		rec.attrs_data[1] = 1;
+		rec.attrs_data[2] = 'x';
+		rec.attrs_data_size = 3;
+		otel_thread_ctx_attr_iter_init(&it, &rec);
+		E(otel_thread_ctx_attr_iter_next, otel_thread_ctx_attr_iter_next(NULL, &attr),
+		  OTEL_THREAD_CTX_ENULL, "NULL iterator");
+		E(otel_thread_ctx_attr_iter_next, otel_thread_ctx_attr_iter_next(&it, NULL),
+		  OTEL_THREAD_CTX_ENULL, "NULL out");
+		E(otel_thread_ctx_attr_iter_next, otel_thread_ctx_attr_iter_next(&it, &attr),
+		  OTEL_THREAD_CTX_OK, "one attribute");
+		E(otel_thread_ctx_attr_iter_next, otel_thread_ctx_attr_iter_next(&it, &attr),
+		  OTEL_THREAD_CTX_ENOATTR, "no more");
+		E(otel_thread_ctx_record_attr, otel_thread_ctx_record_attr(NULL, key, &attr),
+		  OTEL_THREAD_CTX_ENULL, "NULL record");
+		E(otel_thread_ctx_record_attr, otel_thread_ctx_record_attr(&rec, key, &attr),
+		  OTEL_THREAD_CTX_OK, "present");
+		E(otel_thread_ctx_record_attr, otel_thread_ctx_record_attr(&rec, key + 1, &attr),
+		  OTEL_THREAD_CTX_ENOATTR, "unmapped key");
+	}
+
 	otel_thread_ctx_destroy(c);
 	otel_thread_ctx_destroy(empty);
 	otel_thread_ctx_destroy(small);

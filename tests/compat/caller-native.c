@@ -23,12 +23,12 @@ int native_publish(const char *service)
 
 int native_check(const char *service)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	int found = 0;
 
 	if (otel_ctx_mappings() != 1)
 		return __LINE__;
-	if (otel_thread_ctx_process_read(0, 0, &s) != OTEL_THREAD_CTX_OK)
+	if (otel_thread_ctx_inspect_process_read(0, 0, &s) != OTEL_THREAD_CTX_OK)
 		return __LINE__;
 	for (size_t i = 0; i < s->resource_count; i++) {
 		if (strcmp(s->resource[i].key, "service.name") == 0 &&
@@ -36,7 +36,7 @@ int native_check(const char *service)
 		    strcmp(s->resource[i].string, service) == 0)
 			found++;
 	}
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	return found == 1 ? 0 : __LINE__;
 }
 

@@ -81,7 +81,7 @@ static void check_library(pid_t pid)
 	rc = otel_thread_ctx_inspect_thread(insp, pid, &th);
 	CHECK(rc == OTEL_THREAD_CTX_OK, "inspect_thread: %s", otel_thread_ctx_inspect_strerror(rc));
 	otel_thread_ctx_attr_iter_init_map(&it, &th.record, otel_thread_ctx_inspect_key_count(insp));
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		CHECK(a.key < 2, "key index %u", a.key);
 		CHECK(strcmp(otel_thread_ctx_inspect_key_name(insp, a.key), names[a.key]) == 0 &&
 			      a.len == strlen(values[a.key]) &&

@@ -6,7 +6,7 @@
  * child that publishes its own service_instance_id, drop.  Then the error
  * cases, the key map against the key registry, and the context shared with
  * the project's own API.  What is published is checked with the project's
- * reader (otel_thread_ctx_process_read()) and its thread-record reader.
+ * reader (otel_thread_ctx_inspect_process_read()) and its thread-record reader.
  *
  *   test-compat [--no-remote]
  *
@@ -117,11 +117,11 @@ static void check_read(const otel_process_ctx_data *want, const char *const *key
 static void check_project_reader(pid_t pid, const otel_process_ctx_data *want,
 				 const char *const *key_map, const char *schema)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	size_t extra = list_length(want->resource_attributes) / 2;
-	int rc = otel_thread_ctx_process_read(pid, 0, &s);
+	int rc = otel_thread_ctx_inspect_process_read(pid, 0, &s);
 
-	CHECK(rc == OTEL_THREAD_CTX_OK, "otel_thread_ctx_process_read(%d): %s", (int)pid,
+	CHECK(rc == OTEL_THREAD_CTX_OK, "otel_thread_ctx_inspect_process_read(%d): %s", (int)pid,
 	      otel_thread_ctx_inspect_strerror(rc));
 	CHECK(s->resource_count == 7 + extra, "%zu resource attributes", s->resource_count);
 	for (size_t i = 0; i < 7 + extra; i++) {
@@ -152,7 +152,7 @@ static void check_project_reader(pid_t pid, const otel_process_ctx_data *want,
 	CHECK(s->key_map_present && s->key_count == list_length(key_map), "%zu keys", s->key_count);
 	for (size_t i = 0; i < s->key_count; i++)
 		CHECK(strcmp(s->keys[i], key_map[i]) == 0, "key %zu is %s", i, s->keys[i]);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 }
 
 static struct otel_thread_ctx_process_info query(void)
@@ -464,7 +464,7 @@ static void key_map_and_registry(void)
 	otel_thread_ctx_destroy(ctx);
 	CHECK_OK(otel_thread_ctx_read(&rec));
 	otel_thread_ctx_attr_iter_init(&it, &rec);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_key_name(a.key);
 
 		if (a.key == 0)

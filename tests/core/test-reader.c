@@ -49,7 +49,7 @@ static void effective(const struct otel_thread_ctx_record *r, char *out, size_t 
 
 	out[0] = '\0';
 	otel_thread_ctx_attr_iter_init(&it, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		int n = snprintf(out + used, cap - used, "%u=%.*s;", a.key, (int)a.len,
 				 (const char *)a.value);
 
@@ -187,12 +187,12 @@ START_TEST(last_duplicate_wins)
 	raw_record(&r, attrs, sizeof(attrs) - 1, sizeof(attrs) - 1);
 	effective(&r, got, sizeof(got));
 	ck_assert_str_eq(got, "1=aa;3=;2=B;");
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, &a), OTEL_THREAD_CTX_OK);
 	ck_assert_uint_eq(a.len, 2);
 	ck_assert_mem_eq(a.value, "aa", 2);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 3, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 3, &a), OTEL_THREAD_CTX_OK);
 	ck_assert_uint_eq(a.len, 0);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 4, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 4, &a), OTEL_THREAD_CTX_ENOATTR);
 }
 END_TEST
 
@@ -207,7 +207,7 @@ START_TEST(truncated_entry_stops_decoding)
 	raw_record(&r, attrs, sizeof(attrs) - 1, sizeof(attrs) - 1);
 	effective(&r, got, sizeof(got));
 	ck_assert_str_eq(got, "1=a;2=b;"); /* the truncated entry does not override */
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, &a), OTEL_THREAD_CTX_OK);
 	ck_assert_mem_eq(a.value, "a", 1);
 
 	/* A lone key byte at the end. */
@@ -228,8 +228,8 @@ START_TEST(truncated_entry_stops_decoding)
 	r.attrs_data_size = 0xffff;
 	effective(&r, got, sizeof(got));
 	ck_assert_uint_eq(strlen(got), 2 + 200 + 1 + 2 + 255 + 1);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 7, &a), 0);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 8, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 7, &a), OTEL_THREAD_CTX_ENOATTR);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 8, &a), OTEL_THREAD_CTX_OK);
 	ck_assert_uint_eq(a.len, 255);
 
 	/* Empty. */
@@ -251,24 +251,24 @@ START_TEST(indices_outside_the_key_map_are_ignored)
 	raw_record(&r, attrs, sizeof(attrs) - 1, sizeof(attrs) - 1);
 	effective(&r, got, sizeof(got));
 	ck_assert_str_eq(got, "1=a;2=b;");
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 200, &a), 0);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 16, &a), 0);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 2, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 200, &a), OTEL_THREAD_CTX_ENOATTR);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 16, &a), OTEL_THREAD_CTX_ENOATTR);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 2, &a), OTEL_THREAD_CTX_OK);
 
 	/* Counted apart. */
 	otel_thread_ctx_attr_iter_init(&it, &r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a))
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0)
 		;
 	ck_assert_uint_eq(it.unmapped, 2);
 
 	/* Another process's map: 2 names; none at all. */
 	otel_thread_ctx_attr_iter_init_map(&it, &r, 2);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 1);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), OTEL_THREAD_CTX_OK);
 	ck_assert_uint_eq(a.key, 1);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), OTEL_THREAD_CTX_ENOATTR);
 	ck_assert_uint_eq(it.unmapped, 3);
 	otel_thread_ctx_attr_iter_init_map(&it, &r, 0);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), OTEL_THREAD_CTX_ENOATTR);
 	ck_assert_uint_eq(it.unmapped, 4);
 }
 END_TEST
@@ -282,13 +282,13 @@ START_TEST(iterators_refuse_null)
 	raw_record(&r, "\x01\x01" "a", 3, 3);
 	otel_thread_ctx_attr_iter_init(NULL, &r); /* no crash */
 	otel_thread_ctx_attr_iter_init(&it, NULL);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), OTEL_THREAD_CTX_ENULL);
 	otel_thread_ctx_attr_iter_init(&it, &r);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(NULL, &a), 0);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, NULL), 0);
-	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), 1);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(NULL, 1, &a), 0);
-	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, NULL), 0);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(NULL, &a), OTEL_THREAD_CTX_ENULL);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, NULL), OTEL_THREAD_CTX_ENULL);
+	ck_assert_int_eq(otel_thread_ctx_attr_iter_next(&it, &a), OTEL_THREAD_CTX_OK);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(NULL, 1, &a), OTEL_THREAD_CTX_ENULL);
+	ck_assert_int_eq(otel_thread_ctx_record_attr(&r, 1, NULL), OTEL_THREAD_CTX_ENULL);
 }
 END_TEST
 
@@ -316,7 +316,7 @@ static void keys_seen(const struct otel_thread_ctx_record *r, char *out, size_t 
 
 	out[0] = '\0';
 	otel_thread_ctx_attr_iter_init(&it, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a) && used + 5 < cap)
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0 && used + 5 < cap)
 		used += (size_t)snprintf(out + used, cap - used, "%u,", a.key);
 }
 
@@ -352,7 +352,7 @@ START_TEST(bounds_are_exact_at_the_end_of_the_record)
 		r->attrs_data_size = past[i];
 		keys_seen(r, got, sizeof(got));
 		ck_assert_msg(strcmp(got, "1,2,3,") == 0, "size %u: %s", past[i], got);
-		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 3, &a), 1);
+		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 3, &a), OTEL_THREAD_CTX_OK);
 		ck_assert_uint_eq(a.len, 96);
 		ck_assert_ptr_eq(a.value, r->attrs_data + 516);
 		/* The copies stop at the record's end. */
@@ -379,7 +379,7 @@ START_TEST(bounds_are_exact_at_the_end_of_the_record)
 		r->attrs_data_size = past[i];
 		keys_seen(r, got, sizeof(got));
 		ck_assert_msg(strcmp(got, "1,2,") == 0, "size %u: %s", past[i], got);
-		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 3, &a), 0);
+		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 3, &a), OTEL_THREAD_CTX_ENOATTR);
 	}
 
 	/* A key byte at 611, its length byte past the record (in the
@@ -391,7 +391,7 @@ START_TEST(bounds_are_exact_at_the_end_of_the_record)
 		r->attrs_data_size = past[i];
 		keys_seen(r, got, sizeof(got));
 		ck_assert_msg(strcmp(got, "1,2,3,") == 0, "size %u: %s", past[i], got);
-		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 4, &a), 0);
+		ck_assert_int_eq(otel_thread_ctx_record_attr(r, 4, &a), OTEL_THREAD_CTX_ENOATTR);
 	}
 
 	/* Small sizes: an entry is read only when it ends within the size. */

@@ -100,7 +100,7 @@ static void check_walk(const struct otel_thread_ctx_record *rec, const struct en
 		otel_thread_ctx_attr_iter_init(&it, rec);
 	else
 		otel_thread_ctx_attr_iter_init_map(&it, rec, keys);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		/* The next last entry of a key the map names. */
 		while (i < count && (!last[i] || e[i].key >= keys)) {
 			skipped += last[i];
@@ -117,7 +117,7 @@ static void check_walk(const struct otel_thread_ctx_record *rec, const struct en
 	}
 	require(it.unmapped == skipped);
 	/* The end of a walk stays the end. */
-	require(!otel_thread_ctx_attr_iter_next(&it, &a));
+	require(otel_thread_ctx_attr_iter_next(&it, &a) == OTEL_THREAD_CTX_ENOATTR);
 }
 
 /* Decodes the `size` bytes at `bytes` into a record of its own, checks it
@@ -200,13 +200,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < count; i++) {
 		if (!last[i] || (i >= 4 && i + 4 < count))
 			continue;
-		require(otel_thread_ctx_record_attr(rec, e[i].key, &a));
+		require(otel_thread_ctx_record_attr(rec, e[i].key, &a) == OTEL_THREAD_CTX_OK);
 		require(a.key == e[i].key && a.len == e[i].len);
 		require(a.value == rec->attrs_data + e[i].at);
 	}
 	for (unsigned int k = 0; k < KEYS; k++) {
 		if (!seen[k]) {
-			require(!otel_thread_ctx_record_attr(rec, k, &a));
+			require(otel_thread_ctx_record_attr(rec, k, &a) == OTEL_THREAD_CTX_ENOATTR);
 			break;
 		}
 	}

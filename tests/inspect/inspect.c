@@ -159,7 +159,7 @@ static int raw_attr(const struct otel_thread_ctx_record *r, unsigned int key,
 	struct otel_thread_ctx_attr a;
 
 	otel_thread_ctx_attr_iter_init_map(&it, r, OTEL_THREAD_CTX_KEY_MAX + 1);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		if (a.key == key) {
 			*out = a;
 			return 1;
@@ -186,7 +186,7 @@ static void check_record(const struct otel_thread_ctx_inspect_thread *t, int i)
 	/* The record as published, every index (the key map's rule is the
 	 * CLI's, checked by cli.py). */
 	otel_thread_ctx_attr_iter_init_map(&it, &t->record, OTEL_THREAD_CTX_KEY_MAX + 1);
-	while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		CHECK(k < e.nattrs, "thread %d: more attributes than published", i);
 		CHECK(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
 			      memcmp(a.value, e.attrs[k].value, a.len) == 0,

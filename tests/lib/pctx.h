@@ -163,7 +163,7 @@ static inline struct otel_thread_ctx_process_attr int_attr(const char *key, int6
 
 /* The resource attribute `key` of a snapshot, or NULL. */
 static inline const struct otel_thread_ctx_process_attr *
-resource_attr(const struct otel_thread_ctx_process_snapshot *s, const char *key)
+resource_attr(const struct otel_thread_ctx_inspect_process_snapshot *s, const char *key)
 {
 	for (size_t i = 0; i < s->resource_count; i++) {
 		if (strcmp(s->resource[i].key, key) == 0)
@@ -173,7 +173,7 @@ resource_attr(const struct otel_thread_ctx_process_snapshot *s, const char *key)
 }
 
 /* The snapshot's key map is exactly this process's registry. */
-static inline int key_map_is_registry(const struct otel_thread_ctx_process_snapshot *s)
+static inline int key_map_is_registry(const struct otel_thread_ctx_inspect_process_snapshot *s)
 {
 	if (!s->key_map_present || s->key_count != otel_thread_ctx_key_count())
 		return 0;

@@ -119,14 +119,14 @@ static const struct otel_thread_ctx_process_attr *service(void)
 
 static int read_back_ok(const void *mapping)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 
-	CHECK_RC(otel_thread_ctx_process_read(0, 0, &s), OTEL_THREAD_CTX_OK);
+	CHECK_RC(otel_thread_ctx_inspect_process_read(0, 0, &s), OTEL_THREAD_CTX_OK);
 	CHECK(s->mapping_address == (uintptr_t)mapping);
 	CHECK(strcmp(s->schema_version, "tlsdesc_v1_dev") == 0);
 	CHECK(strcmp(resource_attr(s, "service.name")->string, "locked-down") == 0);
 	CHECK(key_map_is_registry(s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	return 0;
 }
 
@@ -195,7 +195,7 @@ END_TEST
 static int memfd_and_naming_refused(void *arg)
 {
 	const struct refusal both[] = { no_memfd, no_naming };
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	struct otel_thread_ctx_process_info info;
 	unsigned int idx;
 
@@ -206,7 +206,7 @@ static int memfd_and_naming_refused(void *arg)
 	CHECK(!info.published);
 	CHECK(otel_ctx_mappings() == 0);
 	CHECK_RC(otel_thread_ctx_process_update(service(), 1), OTEL_THREAD_CTX_ENOTPUBLISHED);
-	CHECK_RC(otel_thread_ctx_process_read(0, 0, &s), OTEL_THREAD_CTX_ENOENT);
+	CHECK_RC(otel_thread_ctx_inspect_process_read(0, 0, &s), OTEL_THREAD_CTX_ENOENT);
 	/* The registry is unaffected, and registering publishes nothing. */
 	CHECK_RC(otel_thread_ctx_key_register("tag.denied.key", &idx), OTEL_THREAD_CTX_OK);
 	CHECK(strcmp(otel_thread_ctx_key_name(idx), "tag.denied.key") == 0);
@@ -267,7 +267,7 @@ END_TEST
  * directly, under the lock, and nothing else. */
 static int vm_read_refused(void *arg)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	struct otel_thread_ctx_process_header *foreign;
 	struct otel_thread_ctx_process_info info;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -293,10 +293,10 @@ static int vm_read_refused(void *arg)
 
 	CHECK(refuse(&no_vm_read, 1) == 0);
 	CHECK(read_back_ok(info.mapping) == 0);
-	CHECK_RC(otel_thread_ctx_process_read_at(0, (uintptr_t)info.mapping, 0, &s), OTEL_THREAD_CTX_OK);
+	CHECK_RC(otel_thread_ctx_inspect_process_read_at(0, (uintptr_t)info.mapping, 0, &s), OTEL_THREAD_CTX_OK);
 	CHECK(s->retries == 0);
-	otel_thread_ctx_process_snapshot_free(s);
-	CHECK_RC(otel_thread_ctx_process_read_at(0, (uintptr_t)foreign, 0, &s), OTEL_THREAD_CTX_EPERM);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
+	CHECK_RC(otel_thread_ctx_inspect_process_read_at(0, (uintptr_t)foreign, 0, &s), OTEL_THREAD_CTX_EPERM);
 	/* Another process cannot be read at all. */
 	fflush(NULL);
 	pid = fork();
@@ -305,12 +305,12 @@ static int vm_read_refused(void *arg)
 		pause();
 		_exit(0);
 	}
-	CHECK_RC(otel_thread_ctx_process_read(pid, 0, &s), OTEL_THREAD_CTX_EPERM);
+	CHECK_RC(otel_thread_ctx_inspect_process_read(pid, 0, &s), OTEL_THREAD_CTX_EPERM);
 	kill(pid, SIGKILL);
 	CHECK(waitpid(pid, &status, 0) == pid);
 	/* Unpublished, only the foreign one is left: EPERM, not a guess. */
 	CHECK_RC(otel_thread_ctx_process_unpublish(), OTEL_THREAD_CTX_OK);
-	CHECK_RC(otel_thread_ctx_process_read(0, 0, &s), OTEL_THREAD_CTX_EPERM);
+	CHECK_RC(otel_thread_ctx_inspect_process_read(0, 0, &s), OTEL_THREAD_CTX_EPERM);
 	return 0;
 }
 

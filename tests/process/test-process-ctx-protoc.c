@@ -222,11 +222,11 @@ START_TEST(the_library_decodes_what_protoc_encodes)
 		"attributes { key: \"threadlocal.schema_version\""
 		" value { string_value: \"tlsdesc_v1_dev\" } }\n"
 		"attributes { key: \"host.arch\" value { string_value: \"arm64\" } }\n";
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	struct output bytes;
 
 	ck_assert_int_eq(run_protoc("encode", text, sizeof(text) - 1, &bytes), 0);
-	ck_assert_ok(otel_thread_ctx_process_decode(bytes.data, bytes.len, &s));
+	ck_assert_ok(otel_thread_ctx_inspect_process_decode(bytes.data, bytes.len, &s));
 	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
 	ck_assert_uint_eq(s->key_count, 2);
 	ck_assert_str_eq(s->keys[0], "x");
@@ -239,7 +239,7 @@ START_TEST(the_library_decodes_what_protoc_encodes)
 	ck_assert_mem_eq(s->resource[2].string, "\001\000\377", 3);
 	ck_assert_uint_eq(s->attribute_count, 1);
 	ck_assert_str_eq(s->attributes[0].key, "host.arch");
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	free(bytes.data);
 }
 END_TEST

@@ -119,7 +119,7 @@ static int remote_publisher(int report_fd, int cmd_fd)
 
 START_TEST(reads_another_process)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	struct otel_thread_ctx_process_info info;
 	unsigned int second;
 	struct child c;
@@ -127,7 +127,7 @@ START_TEST(reads_another_process)
 	start_child(&c, remote_publisher);
 	expect(&c, &info, sizeof(info));
 	expect(&c, &second, sizeof(second));
-	ck_assert_ok(otel_thread_ctx_process_read(c.pid, 0, &s));
+	ck_assert_ok(otel_thread_ctx_inspect_process_read(c.pid, 0, &s));
 	ck_assert_uint_eq(s->mapping_address, (uintptr_t)info.mapping);
 	ck_assert_uint_eq(s->payload_address, (uintptr_t)info.payload);
 	ck_assert_uint_eq(s->monotonic_published_at_ns, info.monotonic_published_at_ns);
@@ -137,14 +137,14 @@ START_TEST(reads_another_process)
 	ck_assert_str_eq(s->keys[second], "remote.second");
 	ck_assert_str_eq(resource_attr(s, "service.name")->string, "remote-child");
 	ck_assert_int_eq(resource_attr(s, "process.pid")->int_value, c.pid);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	finish_child(&c);
 }
 END_TEST
 
 START_TEST(the_parent_reads_its_forked_child)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL, *mine = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL, *mine = NULL;
 	struct otel_thread_ctx_process_attr a = str_attr("service.name", "checkout");
 	struct child c;
 	char done;
@@ -160,24 +160,24 @@ START_TEST(the_parent_reads_its_forked_child)
 
 	/* The child republished the same payload in its own mapping (the
 	 * publisher asked for FORK_REPUBLISH). */
-	ck_assert_ok(otel_thread_ctx_process_read(c.pid, 0, &s));
+	ck_assert_ok(otel_thread_ctx_inspect_process_read(c.pid, 0, &s));
 	ck_assert_uint_eq(s->payload_size, before.header.payload_size);
 	ck_assert_mem_eq(s->payload, before.payload, s->payload_size);
 	ck_assert_uint_gt(s->monotonic_published_at_ns, before.header.monotonic_published_at_ns);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* The child changes its context; ours stays. */
 	ck_assert_int_eq(write(c.cmd_fd, "u", 1), 1);
 	expect(&c, &done, 1);
-	ck_assert_ok(otel_thread_ctx_process_read(c.pid, 0, &s));
+	ck_assert_ok(otel_thread_ctx_inspect_process_read(c.pid, 0, &s));
 	ck_assert_str_eq(resource_attr(s, "service.instance.id")->string, "child-instance");
-	ck_assert_ok(otel_thread_ctx_process_read(0, 0, &mine));
+	ck_assert_ok(otel_thread_ctx_inspect_process_read(0, 0, &mine));
 	ck_assert_ptr_null(resource_attr(mine, "service.instance.id"));
 	ck_assert_uint_eq(mine->mapping_address, (uintptr_t)before.info.mapping);
 	snapshot_own(&after);
 	ck_assert(same_publication(&before, &after));
-	otel_thread_ctx_process_snapshot_free(s);
-	otel_thread_ctx_process_snapshot_free(mine);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(mine);
 	finish_child(&c);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 }
@@ -256,7 +256,7 @@ struct torn_stats {
 
 /* 1 when s is exactly a state the writer published (and not older than
  * what was seen before). */
-static int consistent(const struct otel_thread_ctx_process_snapshot *s, unsigned int base,
+static int consistent(const struct otel_thread_ctx_inspect_process_snapshot *s, unsigned int base,
 		      struct torn_stats *st)
 {
 	static char fill[FILL_MAX + 1];
@@ -297,10 +297,10 @@ static int consistent(const struct otel_thread_ctx_process_snapshot *s, unsigned
 static void poll_once(pid_t pid, unsigned int base, struct torn_stats *st)
 {
 	static uint64_t mapping;
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	int rc = (st->reads % 8 != 0 && mapping != 0) ?
-			 otel_thread_ctx_process_read_at(pid, mapping, 0, &s) :
-			 otel_thread_ctx_process_read(pid, 0, &s);
+			 otel_thread_ctx_inspect_process_read_at(pid, mapping, 0, &s) :
+			 otel_thread_ctx_inspect_process_read(pid, 0, &s);
 
 	st->reads++;
 	if (rc == OTEL_THREAD_CTX_EAGAIN) {
@@ -320,7 +320,7 @@ static void poll_once(pid_t pid, unsigned int base, struct torn_stats *st)
 	mapping = s->mapping_address;
 	if (!consistent(s, base, st))
 		st->torn++;
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 }
 
 /*
@@ -546,7 +546,7 @@ static int hostile_publisher(int report_fd, int cmd_fd)
 START_TEST(hostile_mappings_give_clear_errors)
 {
 	for (int i = 0; i < H_COUNT; i++) {
-		struct otel_thread_ctx_process_snapshot *s = NULL;
+		struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 		uint64_t good_at;
 		struct child c;
 		int rc;
@@ -554,7 +554,7 @@ START_TEST(hostile_mappings_give_clear_errors)
 		hostile_case = (enum hostile)i;
 		start_child(&c, hostile_publisher);
 		expect(&c, &good_at, sizeof(good_at));
-		rc = otel_thread_ctx_process_read(c.pid, 5, &s);
+		rc = otel_thread_ctx_inspect_process_read(c.pid, 5, &s);
 		ck_assert_msg(rc == hostile_cases[i].expect || rc == hostile_cases[i].or_else,
 			      "%s: read returned %d (%s)", hostile_cases[i].what, rc,
 			      otel_thread_ctx_strerror(rc));
@@ -564,7 +564,7 @@ START_TEST(hostile_mappings_give_clear_errors)
 			ck_assert_uint_eq(s->key_count, 2);
 			ck_assert_str_eq(s->keys[1], "http.method");
 			ck_assert_str_eq(s->resource[0].string, "foreign");
-			otel_thread_ctx_process_snapshot_free(s);
+			otel_thread_ctx_inspect_process_snapshot_free(s);
 		} else {
 			ck_assert_ptr_null(s);
 		}
@@ -578,13 +578,13 @@ END_TEST
 /* A process of another user: EPERM, not a crash or a wrong answer. */
 static int read_other_user(int report_fd, int cmd_fd)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	pid_t parent = getppid();
 	int rc;
 
 	(void)cmd_fd;
 	CHECK(setgid(65534) == 0 && setuid(65534) == 0);
-	rc = otel_thread_ctx_process_read(parent, 0, &s);
+	rc = otel_thread_ctx_inspect_process_read(parent, 0, &s);
 	CHECK(write(report_fd, &rc, sizeof(rc)) == (ssize_t)sizeof(rc));
 	return 0;
 }
@@ -598,17 +598,17 @@ START_TEST(a_process_we_may_not_read_is_EPERM)
 		/* Without root there is no other user to become; pid 1 belongs
 		 * to one unless we are in a one-user container. */
 		struct stat st;
-		struct otel_thread_ctx_process_snapshot *s = NULL;
+		struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 
 		ck_assert_int_eq(stat("/proc/1", &st), 0);
-		rc = otel_thread_ctx_process_read(1, 0, &s);
+		rc = otel_thread_ctx_inspect_process_read(1, 0, &s);
 		if (st.st_uid != geteuid())
 			ck_assert_otel(rc, OTEL_THREAD_CTX_EPERM);
 		else
 			ck_assert_msg(rc == OTEL_THREAD_CTX_ENOENT || rc == OTEL_THREAD_CTX_OK ||
 					      rc == OTEL_THREAD_CTX_EPERM,
 				      "read of pid 1 returned %d", rc);
-		otel_thread_ctx_process_snapshot_free(s);
+		otel_thread_ctx_inspect_process_snapshot_free(s);
 		return;
 	}
 	ck_assert_ok(otel_thread_ctx_process_publish(NULL, 0));

@@ -76,11 +76,11 @@ static void publish_service(void)
 	ck_assert_ok(otel_thread_ctx_process_publish(a, n));
 }
 
-static struct otel_thread_ctx_process_snapshot *read_self(void)
+static struct otel_thread_ctx_inspect_process_snapshot *read_self(void)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 
-	ck_assert_ok(otel_thread_ctx_process_read(0, 0, &s));
+	ck_assert_ok(otel_thread_ctx_inspect_process_read(0, 0, &s));
 	ck_assert_ptr_nonnull(s);
 	return s;
 }
@@ -138,7 +138,7 @@ END_TEST
 
 START_TEST(read_returns_what_was_published)
 {
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	const struct otel_thread_ctx_process_attr *a;
 	struct otel_thread_ctx_process_info info;
 
@@ -174,8 +174,8 @@ START_TEST(read_returns_what_was_published)
 	a = resource_attr(s, "with.nul");
 	ck_assert_uint_eq(a->length, 3);
 	ck_assert_mem_eq(a->string, "a\0b", 4);
-	otel_thread_ctx_process_snapshot_free(s);
-	otel_thread_ctx_process_snapshot_free(NULL);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(NULL);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 }
 END_TEST
@@ -183,7 +183,7 @@ END_TEST
 START_TEST(a_new_key_republishes_by_the_update_protocol)
 {
 	const struct otel_thread_ctx_process_header *h;
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	unsigned int idx;
 
 	publish_service();
@@ -201,17 +201,17 @@ START_TEST(a_new_key_republishes_by_the_update_protocol)
 	ck_assert_uint_gt(s->key_count, idx);
 	ck_assert_str_eq(s->keys[idx], "tag.republish.new");
 	ck_assert(key_map_is_registry(s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* The payload before is still intact (freed one change later). */
 	{
-		struct otel_thread_ctx_process_snapshot *old;
+		struct otel_thread_ctx_inspect_process_snapshot *old;
 
-		ck_assert_ok(otel_thread_ctx_process_decode((const void *)(uintptr_t)before.header.payload,
+		ck_assert_ok(otel_thread_ctx_inspect_process_decode((const void *)(uintptr_t)before.header.payload,
 						     before.header.payload_size, &old));
 		ck_assert_uint_eq(old->key_count, idx);
 		ck_assert_mem_eq(old->payload, before.payload, before.header.payload_size);
-		otel_thread_ctx_process_snapshot_free(old);
+		otel_thread_ctx_inspect_process_snapshot_free(old);
 	}
 
 	/* A known key changes nothing. */
@@ -227,7 +227,7 @@ END_TEST
 START_TEST(update_replaces_the_resource)
 {
 	struct otel_thread_ctx_process_attr next[2];
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 
 	publish_service();
 	snapshot_own(&before);
@@ -244,14 +244,14 @@ START_TEST(update_replaces_the_resource)
 			 "0b5e1c40-2f4b-4c1d-9d1e-7c2b8f0a9e11");
 	ck_assert_ptr_null(resource_attr(s, "process.pid"));
 	ck_assert(key_map_is_registry(s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* No resource attributes at all is a valid context. */
 	ck_assert_ok(otel_thread_ctx_process_update(NULL, 0));
 	s = read_self();
 	ck_assert_uint_eq(s->resource_count, 0);
 	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 }
 END_TEST
@@ -390,7 +390,7 @@ END_TEST
 
 START_TEST(unpublish_removes_the_mapping)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	struct otel_thread_ctx_process_info info;
 
 	publish_service();
@@ -400,7 +400,7 @@ START_TEST(unpublish_removes_the_mapping)
 	ck_assert_int_eq(info.published, 0);
 	ck_assert_ptr_null(info.mapping);
 	ck_assert_int_eq(otel_ctx_mappings(), 0);
-	ck_assert_otel(otel_thread_ctx_process_read(0, 0, &s), OTEL_THREAD_CTX_ENOENT);
+	ck_assert_otel(otel_thread_ctx_inspect_process_read(0, 0, &s), OTEL_THREAD_CTX_ENOENT);
 	ck_assert_ptr_null(s);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 	/* Registering keys while unpublished works and publishes nothing. */
@@ -411,7 +411,7 @@ START_TEST(unpublish_removes_the_mapping)
 	publish_service();
 	s = read_self();
 	ck_assert(key_map_is_registry(s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 }
 END_TEST
@@ -426,7 +426,7 @@ struct fork_report {
 static void child_report(int fd, const struct published_ctx *parent)
 {
 	struct fork_report r;
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	char flags[512];
 
 	memset(&r, 0, sizeof(r));
@@ -439,11 +439,11 @@ static void child_report(int fd, const struct published_ctx *parent)
 		vm_flags(r.info.mapping, flags, sizeof(flags));
 		r.dontfork = strstr(flags, " dc") != NULL;
 	}
-	if (otel_thread_ctx_process_read(0, 0, &s) == OTEL_THREAD_CTX_OK) {
+	if (otel_thread_ctx_inspect_process_read(0, 0, &s) == OTEL_THREAD_CTX_OK) {
 		r.same_payload = s->payload_size == parent->header.payload_size &&
 				 memcmp(s->payload, parent->payload, s->payload_size) == 0;
 		r.key_map_ok = key_map_is_registry(s);
-		otel_thread_ctx_process_snapshot_free(s);
+		otel_thread_ctx_inspect_process_snapshot_free(s);
 	}
 	if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		_exit(3);
@@ -542,7 +542,7 @@ END_TEST
 START_TEST(schema_version_is_chosen_at_publish)
 {
 	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	size_t n;
 	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
 
@@ -551,7 +551,7 @@ START_TEST(schema_version_is_chosen_at_publish)
 	publish_service();
 	s = read_self();
 	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 
 	o.schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1;
@@ -559,12 +559,12 @@ START_TEST(schema_version_is_chosen_at_publish)
 	s = read_self();
 	ck_assert_str_eq(s->schema_version, "tls_v1");
 	ck_assert_int_eq(s->key_map_present, 1);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	/* A key registered later republishes with the same schema. */
 	key("tag.schema.later");
 	s = read_self();
 	ck_assert_str_eq(s->schema_version, "tls_v1");
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 
 	/* Options out of range: refused, nothing published. */
@@ -588,7 +588,7 @@ END_TEST
 /* The snapshot's ProcessContext.attributes entry `key` (the threadlocal.*
  * ones are not there), or NULL. */
 static const struct otel_thread_ctx_process_attr *
-context_attr(const struct otel_thread_ctx_process_snapshot *s, const char *key)
+context_attr(const struct otel_thread_ctx_inspect_process_snapshot *s, const char *key)
 {
 	for (size_t i = 0; i < s->attribute_count; i++) {
 		if (strcmp(s->attributes[i].key, key) == 0)
@@ -605,7 +605,7 @@ START_TEST(process_attributes_are_published_and_kept)
 	static char huge[OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX / 2 + 1];
 	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
 	struct otel_thread_ctx_process_attr extra[3], bad[2], res[1];
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	size_t n;
 	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
 
@@ -626,7 +626,7 @@ START_TEST(process_attributes_are_published_and_kept)
 	ck_assert_str_eq(resource_attr(s, "service.name")->string, "checkout");
 	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
 	ck_assert(key_map_is_registry(s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	{
 		/* After the threadlocal.* entries, in the caller's order: the
 		 * payload ends with the last one. */
@@ -648,7 +648,7 @@ START_TEST(process_attributes_are_published_and_kept)
 	ck_assert_uint_eq(s->attribute_count, 3);
 	ck_assert_str_eq(resource_attr(s, "service.name")->string, "renamed");
 	ck_assert(key_map_is_registry(s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* Refused, each with nothing changed: the reserved namespace, a
 	 * duplicate, a NULL array, a bad value, a payload over the limit
@@ -732,14 +732,14 @@ START_TEST(process_attributes_are_published_and_kept)
 	ck_assert_uint_eq(s->attribute_count, 1);
 	ck_assert_str_eq(context_attr(s, "k")->string, "v");
 	ck_assert_str_eq(s->schema_version, "tls_v1");
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	/* Options without attributes: none. */
 	o.attributes = NULL;
 	o.attribute_count = 0;
 	ck_assert_ok(otel_thread_ctx_process_update_with(res, 1, &o));
 	s = read_self();
 	ck_assert_uint_eq(s->attribute_count, 0);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* Unpublished: update_with has nothing to replace. */
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
@@ -752,45 +752,45 @@ END_TEST
 
 START_TEST(read_refuses_bad_arguments_and_absent_processes)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
 	int status;
 	pid_t gone;
 
-	ck_assert_otel(otel_thread_ctx_process_read(0, 0, NULL), OTEL_THREAD_CTX_ENULL);
-	ck_assert_otel(otel_thread_ctx_process_read(-5, 0, &s), OTEL_THREAD_CTX_ESRCH);
+	ck_assert_otel(otel_thread_ctx_inspect_process_read(0, 0, NULL), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_inspect_process_read(-5, 0, &s), OTEL_THREAD_CTX_ESRCH);
 	/* A process that has exited and been reaped. */
 	gone = fork();
 	ck_assert_int_ge(gone, 0);
 	if (gone == 0)
 		_exit(0);
 	ck_assert_int_eq(waitpid(gone, &status, 0), gone);
-	ck_assert_otel(otel_thread_ctx_process_read(gone, 0, &s), OTEL_THREAD_CTX_ESRCH);
+	ck_assert_otel(otel_thread_ctx_inspect_process_read(gone, 0, &s), OTEL_THREAD_CTX_ESRCH);
 	ck_assert_ptr_null(s);
-	ck_assert_otel(otel_thread_ctx_process_decode(NULL, 1, &s), OTEL_THREAD_CTX_ENULL);
-	ck_assert_otel(otel_thread_ctx_process_decode("", 0, NULL), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_inspect_process_decode(NULL, 1, &s), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_inspect_process_decode("", 0, NULL), OTEL_THREAD_CTX_ENULL);
 }
 END_TEST
 
 /* --- The decoder ------------------------------------------------------------ */
 
-static int decode(const struct pb *p, struct otel_thread_ctx_process_snapshot **s)
+static int decode(const struct pb *p, struct otel_thread_ctx_inspect_process_snapshot **s)
 {
 	*s = NULL;
-	return otel_thread_ctx_process_decode(p->b, p->n, s);
+	return otel_thread_ctx_inspect_process_decode(p->b, p->n, s);
 }
 
 START_TEST(decoder_follows_protobuf)
 {
 	static const char *const names[] = { "a", "b", "c" };
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	struct pb p = { { 0 }, 0 }, res = { { 0 }, 0 }, kv;
 
 	/* Empty: valid, with nothing in it. */
-	ck_assert_ok(otel_thread_ctx_process_decode("", 0, &s));
+	ck_assert_ok(otel_thread_ctx_inspect_process_decode("", 0, &s));
 	ck_assert_ptr_null(s->schema_version);
 	ck_assert_int_eq(s->key_map_present, 0);
 	ck_assert_uint_eq(s->key_count + s->resource_count + s->attribute_count, 0);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* Resource in two pieces (they merge), unknown fields of every wire
 	 * type, schema given twice (the last wins), an empty key map, an
@@ -868,7 +868,7 @@ START_TEST(decoder_follows_protobuf)
 	ck_assert_int_eq(s->resource[3].type, OTEL_THREAD_CTX_PROCESS_EMPTY);
 	ck_assert_int_eq(s->resource[4].type, OTEL_THREAD_CTX_PROCESS_INT);
 	ck_assert_int_eq(s->resource[4].int_value, -1);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 }
 END_TEST
 
@@ -878,7 +878,7 @@ START_TEST(decoder_falls_back_to_threadlocal_resource_attributes)
 {
 	static const char *const in_resource[] = { "r0", "r1" };
 	static const char *const in_attributes[] = { "a0" };
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	struct pb p = { { 0 }, 0 }, res = { { 0 }, 0 }, kv;
 
 	kv = kv_string("threadlocal.schema_version", "tlsdesc_v1_dev");
@@ -891,14 +891,14 @@ START_TEST(decoder_falls_back_to_threadlocal_resource_attributes)
 	ck_assert_uint_eq(s->key_count, 2);
 	ck_assert_str_eq(s->keys[1], "r1");
 	ck_assert_uint_eq(s->resource_count, 2); /* still resource attributes */
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	kv = kv_key_map(in_attributes, 1);
 	pb_msg(&p, 2, &kv);
 	ck_assert_ok(decode(&p, &s));
 	ck_assert_uint_eq(s->key_count, 1);
 	ck_assert_str_eq(s->keys[0], "a0");
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 
 	/* Malformed in the resource: an ordinary attribute, no key map. */
 	memset(&p, 0, sizeof(p));
@@ -909,7 +909,7 @@ START_TEST(decoder_falls_back_to_threadlocal_resource_attributes)
 	ck_assert_ok(decode(&p, &s));
 	ck_assert_int_eq(s->key_map_present, 0);
 	ck_assert_uint_eq(s->resource_count, 1);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 }
 END_TEST
 
@@ -917,7 +917,7 @@ START_TEST(decoder_rejects_malformed_payloads)
 {
 	static const char *const one[] = { "k" };
 	static const char *names[257];
-	struct otel_thread_ctx_process_snapshot *s;
+	struct otel_thread_ctx_inspect_process_snapshot *s;
 	struct pb p, kv, any, arr, item;
 	char nul_name[4] = "k\0x";
 
@@ -953,7 +953,7 @@ START_TEST(decoder_rejects_malformed_payloads)
 
 	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++) {
 		s = (void *)1;
-		ck_assert_msg(otel_thread_ctx_process_decode(raw[i].bytes, raw[i].n, &s) ==
+		ck_assert_msg(otel_thread_ctx_inspect_process_decode(raw[i].bytes, raw[i].n, &s) ==
 				      OTEL_THREAD_CTX_EDECODE,
 			      "%s: not refused", raw[i].what);
 		ck_assert_ptr_eq(s, (void *)1); /* *out untouched on error */
@@ -1019,7 +1019,7 @@ START_TEST(decoder_rejects_malformed_payloads)
 	pb_msg(&p, 2, &kv);
 	ck_assert_ok(decode(&p, &s));
 	ck_assert_uint_eq(s->key_count, 256);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	memset(&p, 0, sizeof(p));
 	kv = kv_key_map(names, 257);
 	pb_msg(&p, 2, &kv);
@@ -1030,11 +1030,11 @@ START_TEST(decoder_rejects_malformed_payloads)
 	kv = kv_key_map(one, 1);
 	pb_msg(&p, 2, &kv);
 	ck_assert_ok(decode(&p, &s));
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 	{
 		static uint8_t big[OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX + 1];
 
-		ck_assert_otel(otel_thread_ctx_process_decode(big, sizeof(big), &s), OTEL_THREAD_CTX_E2BIG);
+		ck_assert_otel(otel_thread_ctx_inspect_process_decode(big, sizeof(big), &s), OTEL_THREAD_CTX_E2BIG);
 	}
 }
 END_TEST
@@ -1051,8 +1051,8 @@ static uint32_t rng(void)
 /* The result must be OK or EDECODE, and an OK snapshot consistent. */
 static void decode_any(const void *bytes, size_t n, unsigned long *ok, unsigned long *bad)
 {
-	struct otel_thread_ctx_process_snapshot *s = NULL;
-	int rc = otel_thread_ctx_process_decode(bytes, n, &s);
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
+	int rc = otel_thread_ctx_inspect_process_decode(bytes, n, &s);
 
 	ck_assert_msg(rc == OTEL_THREAD_CTX_OK || rc == OTEL_THREAD_CTX_EDECODE,
 		      "decode returned %d", rc);
@@ -1066,7 +1066,7 @@ static void decode_any(const void *bytes, size_t n, unsigned long *ok, unsigned 
 		ck_assert_uint_eq(strlen(s->keys[i]), strnlen(s->keys[i], 300));
 	for (size_t i = 0; i < s->resource_count; i++)
 		ck_assert_ptr_nonnull(s->resource[i].key);
-	otel_thread_ctx_process_snapshot_free(s);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
 }
 
 START_TEST(decoder_survives_every_truncation_and_bit_flip)

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include <otel_thread_ctx.h>
-#include <otel_thread_ctx_bpf.h>
+#include <otel_thread_ctx_inspect_bpf.h>
 #include <otel_thread_ctx_inspect.h>
 
 #include "sampler.h"
@@ -233,7 +233,7 @@ static void refresh_key_names(struct otel_sampler *s, struct thread **th, size_t
 		/* Every index, to see those the key map does not name. */
 		otel_thread_ctx_attr_iter_init_map(&it, (const struct otel_thread_ctx_record *)&th[i]->last,
 						   UINT_MAX);
-		while (otel_thread_ctx_attr_iter_next(&it, &a)) {
+		while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 			if (a.key >= keys) {
 				otel_sampler_redescribe(s, (pid_t)th[i]->pid);
 				last = th[i]->pid;

@@ -3,7 +3,7 @@
  * The BPF side of otel-thread-ctx-sample: on every perf event sample (one
  * per CPU, at the chosen frequency), if the interrupted task belongs to a
  * process user space describes in `procs`, read its thread context
- * (otel_thread_ctx.bpf.h) and pass the event on through the ring buffer.
+ * (otel_thread_ctx_reader.bpf.h) and pass the event on through the ring buffer.
  * Samples of other processes cost one hash lookup.
  */
 #include <linux/types.h>
@@ -11,7 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-#include "otel_thread_ctx.bpf.h"
+#include "otel_thread_ctx_reader.bpf.h"
 #include "sample_counters.h"
 
 /* Process id -> how its threads reach the slot.  Sized by user space. */

@@ -23,6 +23,7 @@
 #pragma GCC diagnostic ignored "-Woverlength-strings"
 #include "sample.skel.h"
 #pragma GCC diagnostic pop
+#include "otel_thread_ctx.h"
 #include "sampler.h"
 
 #define DEFAULT_RING_BYTES (8u << 20)
@@ -375,7 +376,7 @@ static int transient(int rc)
  */
 static int file_may_define_slot(int fd)
 {
-	static const char name[] = "otel_thread_ctx_v1";
+	static const char name[] = OTEL_THREAD_CTX_SLOT_NAME;
 	Elf64_Ehdr eh;
 	Elf64_Shdr *sh = NULL;
 	char *str = NULL;

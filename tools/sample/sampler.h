@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include <otel_thread_ctx_bpf.h>
+#include <otel_thread_ctx_inspect_bpf.h>
 #include <otel_thread_ctx_inspect.h>
 
 #include "sample_counters.h"

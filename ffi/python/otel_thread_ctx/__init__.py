@@ -110,6 +110,7 @@ class Error(enum.IntEnum):
     EDUPKEY = -4020
     EOPTIONS = -4021
     EUNSUPPORTED = -4023
+    ENOATTR = -4024
 
 
 def strerror(code: int) -> str:
@@ -645,7 +646,7 @@ def _record_from(rec: _lib.Record, key_names: Optional[Tuple[str, ...]] = None) 
         _c.otel_thread_ctx_attr_iter_init_map(ctypes.byref(it), ctypes.byref(rec),
                                               len(key_names))
     attrs: Dict[int, bytes] = {}
-    while _c.otel_thread_ctx_attr_iter_next(ctypes.byref(it), ctypes.byref(attr)):
+    while _c.otel_thread_ctx_attr_iter_next(ctypes.byref(it), ctypes.byref(attr)) == 0:
         attrs[attr.key] = ctypes.string_at(attr.value, attr.len) if attr.len else b""
     return Record(bytes(rec.trace_id), bytes(rec.span_id), int(rec.trace_flags),
                   types.MappingProxyType(attrs), key_names)

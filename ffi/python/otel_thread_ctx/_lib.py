@@ -145,7 +145,7 @@ class ProcessInfo(ctypes.Structure):
 # -- otel_thread_ctx_inspect.h --
 
 class Snapshot(ctypes.Structure):
-    """struct otel_thread_ctx_process_snapshot."""
+    """struct otel_thread_ctx_inspect_process_snapshot."""
 
     _fields_ = [
         ("mapping_address", ctypes.c_uint64),
@@ -340,13 +340,13 @@ _prototypes: Prototypes = {
 
 _inspect_prototypes: Prototypes = {
     "otel_thread_ctx_inspect_strerror": (ctypes.c_char_p, [_int]),
-    "otel_thread_ctx_process_read": (
+    "otel_thread_ctx_inspect_process_read": (
         _int, [_int, _uint, ctypes.POINTER(ctypes.POINTER(Snapshot))]),
-    "otel_thread_ctx_process_read_at": (
+    "otel_thread_ctx_inspect_process_read_at": (
         _int, [_int, ctypes.c_uint64, _uint, ctypes.POINTER(ctypes.POINTER(Snapshot))]),
-    "otel_thread_ctx_process_decode": (
+    "otel_thread_ctx_inspect_process_decode": (
         _int, [ctypes.c_char_p, _size, ctypes.POINTER(ctypes.POINTER(Snapshot))]),
-    "otel_thread_ctx_process_snapshot_free": (None, [ctypes.POINTER(Snapshot)]),
+    "otel_thread_ctx_inspect_process_snapshot_free": (None, [ctypes.POINTER(Snapshot)]),
     "otel_thread_ctx_inspect_model_name": (ctypes.c_char_p, [_int]),
     "otel_thread_ctx_inspect_open": (_int, [_int, ctypes.POINTER(ctypes.c_void_p)]),
     "otel_thread_ctx_inspect_info": (ctypes.POINTER(InspectInfo), [ctypes.c_void_p]),

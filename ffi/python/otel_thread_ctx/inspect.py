@@ -132,7 +132,7 @@ def _attrs(array: Any, count: int) -> Tuple[Tuple[str, Value], ...]:
 
 @dataclass(frozen=True)
 class ProcessContext:
-    """A decoded process context (struct otel_thread_ctx_process_snapshot,
+    """A decoded process context (struct otel_thread_ctx_inspect_process_snapshot,
     copied)."""
 
     schema_version: Optional[str]
@@ -187,7 +187,7 @@ def _take(rc: int, out: "ctypes._Pointer[_lib.Snapshot]", function: str) -> Proc
     try:
         return _snapshot(out.contents)
     finally:
-        _i.otel_thread_ctx_process_snapshot_free(out)
+        _i.otel_thread_ctx_inspect_process_snapshot_free(out)
 
 
 def _attempts(attempts: int) -> int:
@@ -202,7 +202,7 @@ def read_process(pid: int = 0, attempts: int = 0) -> ProcessContext:
     InspectError ENOENT when it publishes none, ESRCH, EPERM, EFORMAT,
     EAGAIN, EFAULT, EDECODE."""
     out = ctypes.POINTER(_lib.Snapshot)()
-    rc = _i.otel_thread_ctx_process_read(_pid(pid), _attempts(attempts), ctypes.byref(out))
+    rc = _i.otel_thread_ctx_inspect_process_read(_pid(pid), _attempts(attempts), ctypes.byref(out))
     return _take(rc, out, "read_process")
 
 
@@ -213,7 +213,7 @@ def read_process_at(pid: int, mapping_address: int, attempts: int = 0) -> Proces
     if not isinstance(mapping_address, int) or not 0 <= mapping_address < 1 << 64:
         raise ValueError("mapping_address must be a 64-bit address")
     out = ctypes.POINTER(_lib.Snapshot)()
-    rc = _i.otel_thread_ctx_process_read_at(_pid(pid), mapping_address,
+    rc = _i.otel_thread_ctx_inspect_process_read_at(_pid(pid), mapping_address,
                                             _attempts(attempts), ctypes.byref(out))
     return _take(rc, out, "read_process_at")
 
@@ -225,7 +225,7 @@ def decode_process(payload: Union[bytes, bytearray, memoryview]) -> ProcessConte
         raise TypeError("decode_process needs bytes, not %s" % type(payload).__name__)
     data = bytes(payload)
     out = ctypes.POINTER(_lib.Snapshot)()
-    rc = _i.otel_thread_ctx_process_decode(data, len(data), ctypes.byref(out))
+    rc = _i.otel_thread_ctx_inspect_process_decode(data, len(data), ctypes.byref(out))
     return _take(rc, out, "decode_process")
 
 

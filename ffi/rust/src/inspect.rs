@@ -44,7 +44,7 @@ pub enum AnyValue {
 }
 
 /// A process context, decoded (a copy of
-/// `struct otel_thread_ctx_process_snapshot`).
+/// `struct otel_thread_ctx_inspect_process_snapshot`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcessContext {
     /// `threadlocal.schema_version`, if present.
@@ -117,7 +117,7 @@ unsafe fn attrs(p: *const sys::otel_thread_ctx_process_attr, n: usize) -> Vec<(S
 }
 
 /// A copy of what a snapshot holds.
-unsafe fn snapshot(s: &si::otel_thread_ctx_process_snapshot) -> ProcessContext {
+unsafe fn snapshot(s: &si::otel_thread_ctx_inspect_process_snapshot) -> ProcessContext {
     let key_map = if s.key_map_present != 0 && !s.keys.is_null() {
         Some(std::slice::from_raw_parts(s.keys, s.key_count).iter().map(|&k| c_string(k).unwrap_or_default()).collect())
     } else {
@@ -138,42 +138,42 @@ unsafe fn snapshot(s: &si::otel_thread_ctx_process_snapshot) -> ProcessContext {
 }
 
 /// Checks `rc`, then copies and frees the snapshot.
-fn take(rc: c_int, out: *mut si::otel_thread_ctx_process_snapshot) -> Result<ProcessContext> {
+fn take(rc: c_int, out: *mut si::otel_thread_ctx_inspect_process_snapshot) -> Result<ProcessContext> {
     check(rc)?;
     if out.is_null() {
         return Err(Error::ENULL);
     }
     // SAFETY: the library returned a valid snapshot, freed right after.
     let ctx = unsafe { snapshot(&*out) };
-    unsafe { si::otel_thread_ctx_process_snapshot_free(out) };
+    unsafe { si::otel_thread_ctx_inspect_process_snapshot_free(out) };
     Ok(ctx)
 }
 
-/// `otel_thread_ctx_process_read()`: the process context process `pid` (0:
+/// `otel_thread_ctx_inspect_process_read()`: the process context process `pid` (0:
 /// this one) publishes, copied by the format's reading protocol.  Errors:
 /// ENOENT (it publishes none), ESRCH, EPERM, EFORMAT, EAGAIN, EFAULT,
 /// EDECODE.
 pub fn read_process(pid: i32) -> Result<ProcessContext> {
     let mut out = ptr::null_mut();
-    let rc = unsafe { si::otel_thread_ctx_process_read(pid, 0, &mut out) };
+    let rc = unsafe { si::otel_thread_ctx_inspect_process_read(pid, 0, &mut out) };
     take(rc, out)
 }
 
-/// `otel_thread_ctx_process_read_at()`: [`read_process`] of the mapping a
+/// `otel_thread_ctx_inspect_process_read_at()`: [`read_process`] of the mapping a
 /// [`ProcessContext`] came from (`mapping_address`), without searching the
 /// process's maps again.  ENOENT once nothing is mapped there.
 pub fn read_process_at(pid: i32, mapping_address: u64) -> Result<ProcessContext> {
     let mut out = ptr::null_mut();
-    let rc = unsafe { si::otel_thread_ctx_process_read_at(pid, mapping_address, 0, &mut out) };
+    let rc = unsafe { si::otel_thread_ctx_inspect_process_read_at(pid, mapping_address, 0, &mut out) };
     take(rc, out)
 }
 
-/// `otel_thread_ctx_process_decode()`: decodes a ProcessContext payload
+/// `otel_thread_ctx_inspect_process_decode()`: decodes a ProcessContext payload
 /// obtained some other way (any bytes are safe).  Errors: EDECODE, E2BIG.
 pub fn decode_process(payload: &[u8]) -> Result<ProcessContext> {
     let mut out = ptr::null_mut();
     let rc = unsafe {
-        si::otel_thread_ctx_process_decode(payload.as_ptr() as *const c_void, payload.len(), &mut out)
+        si::otel_thread_ctx_inspect_process_decode(payload.as_ptr() as *const c_void, payload.len(), &mut out)
     };
     take(rc, out)
 }

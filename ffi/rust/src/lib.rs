@@ -122,6 +122,7 @@ error_consts!(
     EDUPKEY = sys::OTEL_THREAD_CTX_EDUPKEY,
     EOPTIONS = sys::OTEL_THREAD_CTX_EOPTIONS,
     EUNSUPPORTED = sys::OTEL_THREAD_CTX_EUNSUPPORTED,
+    ENOATTR = sys::OTEL_THREAD_CTX_ENOATTR,
     E2BIG = sys::OTEL_THREAD_CTX_E2BIG,
     EPUBLISHED = sys::OTEL_THREAD_CTX_EPUBLISHED,
     ENOTPUBLISHED = sys::OTEL_THREAD_CTX_ENOTPUBLISHED,
@@ -658,7 +659,7 @@ impl Record {
     /// does not name it).
     pub fn attr(&self, key: u32) -> Option<&[u8]> {
         let mut out = sys::otel_thread_ctx_attr { key: 0, len: 0, value: ptr::null() };
-        if unsafe { sys::otel_thread_ctx_record_attr(&self.raw, key, &mut out) } == 1 {
+        if unsafe { sys::otel_thread_ctx_record_attr(&self.raw, key, &mut out) } == 0 {
             Some(unsafe { attr_value(&out) })
         } else {
             None
@@ -746,7 +747,7 @@ impl<'a> Iterator for Attrs<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let mut out = sys::otel_thread_ctx_attr { key: 0, len: 0, value: ptr::null() };
         // SAFETY: the iterator points into the record borrowed for 'a.
-        if unsafe { sys::otel_thread_ctx_attr_iter_next(&mut self.it, &mut out) } == 1 {
+        if unsafe { sys::otel_thread_ctx_attr_iter_next(&mut self.it, &mut out) } == 0 {
             Some((out.key, unsafe { attr_value(&out) }))
         } else {
             None

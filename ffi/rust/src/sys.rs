@@ -72,6 +72,7 @@ pub const OTEL_THREAD_CTX_ESYS: c_int = -4019;
 pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -4020;
 pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -4021;
 pub const OTEL_THREAD_CTX_EUNSUPPORTED: c_int = -4023;
+pub const OTEL_THREAD_CTX_ENOATTR: c_int = -4024;
 
 /// `struct otel_thread_ctx_options`.
 #[repr(C)]
@@ -361,12 +362,12 @@ pub mod inspect {
     use super::{otel_thread_ctx_process_attr, otel_thread_ctx_record, pid_t};
     use std::os::raw::{c_char, c_int, c_uint, c_void};
 
-    pub const OTEL_THREAD_CTX_PROCESS_READ_ATTEMPTS: c_uint = 100;
+    pub const OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS: c_uint = 100;
 
-    /// `struct otel_thread_ctx_process_snapshot`.
+    /// `struct otel_thread_ctx_inspect_process_snapshot`.
     #[repr(C)]
     #[derive(Debug)]
-    pub struct otel_thread_ctx_process_snapshot {
+    pub struct otel_thread_ctx_inspect_process_snapshot {
         pub mapping_address: u64,
         pub payload_address: u64,
         pub monotonic_published_at_ns: u64,
@@ -417,7 +418,7 @@ pub mod inspect {
         pub module_count: usize,
         pub modules: *const otel_thread_ctx_inspect_module,
         pub process_ctx_status: c_int,
-        pub process_ctx: *const otel_thread_ctx_process_snapshot,
+        pub process_ctx: *const otel_thread_ctx_inspect_process_snapshot,
     }
 
     /// Per-thread anomalies (`otel_thread_ctx_inspect_thread::anomalies`).
@@ -452,23 +453,23 @@ pub mod inspect {
     extern "C" {
         pub fn otel_thread_ctx_inspect_strerror(error: c_int) -> *const c_char;
 
-        pub fn otel_thread_ctx_process_read(
+        pub fn otel_thread_ctx_inspect_process_read(
             pid: pid_t,
             attempts: c_uint,
-            out: *mut *mut otel_thread_ctx_process_snapshot,
+            out: *mut *mut otel_thread_ctx_inspect_process_snapshot,
         ) -> c_int;
-        pub fn otel_thread_ctx_process_read_at(
+        pub fn otel_thread_ctx_inspect_process_read_at(
             pid: pid_t,
             mapping: u64,
             attempts: c_uint,
-            out: *mut *mut otel_thread_ctx_process_snapshot,
+            out: *mut *mut otel_thread_ctx_inspect_process_snapshot,
         ) -> c_int;
-        pub fn otel_thread_ctx_process_decode(
+        pub fn otel_thread_ctx_inspect_process_decode(
             payload: *const c_void,
             size: usize,
-            out: *mut *mut otel_thread_ctx_process_snapshot,
+            out: *mut *mut otel_thread_ctx_inspect_process_snapshot,
         ) -> c_int;
-        pub fn otel_thread_ctx_process_snapshot_free(snap: *mut otel_thread_ctx_process_snapshot);
+        pub fn otel_thread_ctx_inspect_process_snapshot_free(snap: *mut otel_thread_ctx_inspect_process_snapshot);
 
         pub fn otel_thread_ctx_inspect_model_name(model: c_int) -> *const c_char;
         pub fn otel_thread_ctx_inspect_open(pid: pid_t, out: *mut *mut otel_thread_ctx_inspector) -> c_int;

@@ -132,6 +132,7 @@ fn errors() -> Vec<(&'static str, i32)> {
         ("EDUPKEY", sys::OTEL_THREAD_CTX_EDUPKEY),
         ("EOPTIONS", sys::OTEL_THREAD_CTX_EOPTIONS),
         ("EUNSUPPORTED", sys::OTEL_THREAD_CTX_EUNSUPPORTED),
+        ("ENOATTR", sys::OTEL_THREAD_CTX_ENOATTR),
         ("EPERM", sys::OTEL_THREAD_CTX_EPERM),
         ("ENOENT", sys::OTEL_THREAD_CTX_ENOENT),
         ("ESRCH", sys::OTEL_THREAD_CTX_ESRCH),
@@ -149,7 +150,7 @@ fn errors() -> Vec<(&'static str, i32)> {
 fn inspect_layout(put: &mut impl FnMut(&str, usize)) {
     use sys::inspect::{
         otel_thread_ctx_inspect_info as Info, otel_thread_ctx_inspect_module as Module,
-        otel_thread_ctx_inspect_thread as Thread, otel_thread_ctx_process_snapshot as Snapshot,
+        otel_thread_ctx_inspect_thread as Thread, otel_thread_ctx_inspect_process_snapshot as Snapshot,
     };
     put("snapshot.size", size_of::<Snapshot>());
     put("snapshot.align", align_of::<Snapshot>());

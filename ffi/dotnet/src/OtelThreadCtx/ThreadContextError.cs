@@ -58,6 +58,8 @@ public enum ThreadContextError
     DuplicateKey = -4020,
     /// <summary>Options out of range.</summary>
     Options = -4021,
+    /// <summary>No (more) attributes: the record has no attribute of that key.</summary>
+    NoAttribute = -4024,
 }
 
 /// <summary>

@@ -63,7 +63,7 @@ public sealed class ThreadRecord
         else
             Native.AttrIterInit(&it, rec);
         Native.Attr a;
-        while (Native.AttrIterNext(&it, &a) == 1)
+        while (Native.AttrIterNext(&it, &a) == 0)
             attrs[(int)a.Key] = Encoding.UTF8.GetString(a.Value, (int)a.Len);
         int size = Math.Min((int)rec->AttrsDataSize, Native.AttrsMax);
         return new ThreadRecord(ActivityTraceId.CreateFromBytes(trace), ActivitySpanId.CreateFromBytes(span),

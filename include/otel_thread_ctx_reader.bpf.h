@@ -10,7 +10,7 @@
  *     #include "vmlinux.h"               (or <linux/types.h> and <linux/bpf.h>)
  *     #include <bpf/bpf_helpers.h>
  *     #include <bpf/bpf_core_read.h>
- *     #include <otel_thread_ctx.bpf.h>
+ *     #include <otel_thread_ctx_reader.bpf.h>
  *
  * and compile with clang's BPF target, -g (BTF, for CO-RE) and the target's
  * CPU as libbpf names it: -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64.
@@ -36,7 +36,7 @@
  *    user space (glibc and musl do it for the main thread at start-up) is
  *    seen with its new thread pointer from its first task switch on.
  * 2. The slot, from the process description user space put in a map
- *    (struct otel_thread_ctx_bpf_proc, otel_thread_ctx_bpf.h): static TLS
+ *    (struct otel_thread_ctx_bpf_proc, otel_thread_ctx_inspect_bpf.h): static TLS
  *    is an offset from the thread pointer, dynamic TLS a walk of the DTV.
  * 3. The record: the 28-byte header first; `valid` must be 1;
  *    attrs_data_size must be at most 612; then exactly attrs_data_size
@@ -53,13 +53,13 @@
  * bpf_probe_read_user() needs 5.5, the ring buffer of the sample tool 5.8.
  * Verified on Linux 6.18 (x86-64).
  */
-#ifndef OTEL_THREAD_CTX_DOT_BPF_H
-#define OTEL_THREAD_CTX_DOT_BPF_H
+#ifndef OTEL_THREAD_CTX_READER_BPF_H
+#define OTEL_THREAD_CTX_READER_BPF_H
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-#include "otel_thread_ctx_bpf.h"
+#include "otel_thread_ctx_inspect_bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
 struct otel__thread_struct___otel {
@@ -72,7 +72,7 @@ struct otel__thread_struct___otel {
 	} __attribute__((preserve_access_index)) uw;
 } __attribute__((preserve_access_index));
 #else
-#error "otel_thread_ctx.bpf.h: define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64"
+#error "otel_thread_ctx_reader.bpf.h: define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64"
 #endif
 
 /* Matched to the kernel's struct task_struct (CO-RE drops the suffix). */
@@ -242,4 +242,4 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 	return ev->status;
 }
 
-#endif /* OTEL_THREAD_CTX_DOT_BPF_H */
+#endif /* OTEL_THREAD_CTX_READER_BPF_H */

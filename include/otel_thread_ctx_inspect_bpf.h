@@ -8,7 +8,7 @@
  * it reaches its otel_thread_ctx_v1 slot from its thread pointer.  User space
  * computes it from the inspector (otel_thread_ctx_inspect_bpf_proc() in
  * otel_thread_ctx_inspect.h) and stores it in a BPF map keyed by the
- * process id; the BPF side (otel_thread_ctx.bpf.h) follows it:
+ * process id; the BPF side (otel_thread_ctx_reader.bpf.h) follows it:
  *
  *   static TLS  (TLSDESC static, initial-exec, local-exec)
  *               slot = thread pointer + tp_offset
@@ -37,8 +37,8 @@
  * meaningful; otel_thread_ctx_bpf_event_size() is how many of them a BPF
  * program needs to pass on.
  */
-#ifndef OTEL_THREAD_CTX_BPF_H
-#define OTEL_THREAD_CTX_BPF_H
+#ifndef OTEL_THREAD_CTX_INSPECT_BPF_H
+#define OTEL_THREAD_CTX_INSPECT_BPF_H
 
 #if defined(__bpf__)
 /* The BPF program includes vmlinux.h or <linux/types.h> first. */
@@ -187,4 +187,4 @@ OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_event) ==
 			   "event size");
 #undef OTEL_THREAD_CTX_BPF_ASSERT
 
-#endif /* OTEL_THREAD_CTX_BPF_H */
+#endif /* OTEL_THREAD_CTX_INSPECT_BPF_H */
