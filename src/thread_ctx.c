@@ -674,6 +674,8 @@ __attribute__((always_inline)) static inline int attach_on(struct otel__thread *
 	if (saved != NULL)
 		save(t, saved);
 	publish_draft(t, d, FIELD_ALL);
+	/* pub before shown: a handler's save() sees the old state or the new. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->shown = (uint8_t)shown;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -868,6 +870,7 @@ __attribute__((always_inline)) static inline int update_all_on(
 	d->attrs_data_size = (uint16_t)size;
 	write_ids(d, trace_id, span_id, trace_flags);
 	publish_draft(t, d, FIELD_ALL);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* pub before shown, as in attach */
 	t->shown = SHOWN | (all_zero(trace_id, 16) ? 0 : TRACED);
 	return OTEL_THREAD_CTX_OK;
 }

@@ -97,7 +97,7 @@ MUTANTS = [
            "the draft and the published record do not swap roles: the next publication "
            "writes the record readers see"),
     Mutant("order-slot-in-context", "publication order", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
            "\tpublish(t, crec_of(ctx));\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
@@ -145,7 +145,7 @@ MUTANTS = [
            ["api-static", "model-static", "load-startup"],
            "update_span_id leaves the draft's old span id marked up to date"),
     Mutant("stale-attach-mark", "stale fields", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
            "\tpublish_draft(t, d, 0);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
@@ -163,9 +163,9 @@ MUTANTS = [
            "\terr = saved != NULL ? check_saved(t, saved) : 0;\n\tif (ctx->none) {\n",
            ["refusals-static", "scopes-static", "interpose-exe"],
            "attach with a saved too small refuses, but publishes the context all the same",
-           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
+           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n"
                   "\treturn OTEL_THREAD_CTX_OK;\n}\n\n__attribute__((noinline, cold)) static int attach_first(",
-                  "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
+                  "\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n"
                   "\treturn err;\n}\n\n__attribute__((noinline, cold)) static int attach_first("),
                  ("\tif (saved != NULL)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n",
                   "\tif (saved != NULL && !err)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n")]),
