@@ -58,6 +58,8 @@ public enum ThreadContextError
     DuplicateKey = -4020,
     /// <summary>Options out of range.</summary>
     Options = -4021,
+    /// <summary>The library was built without thread-context support for this platform (the no-op build).</summary>
+    Unsupported = -4023,
     /// <summary>No (more) attributes: the record has no attribute of that key.</summary>
     NoAttribute = -4024,
 }
