@@ -3,7 +3,8 @@
  * The signal storm (storm_run()), shared by the Check suite
  * (test-signal-storm.c) and the musl program: a writer thread publishes
  * records (storm.h) by every path the API has, naming each publication
- * before it makes it, while another thread interrupts it with signals; the
+ * before it makes it, while a timer of its own interrupts it with signals
+ * every few microseconds of real time, at whatever instruction it is; the
  * handler, on the writer's thread, checks each sample of the slot (and what
  * otel_thread_ctx_save() gives there) against what the writer published
  * last and what it is publishing, and then runs every async-signal-safe
@@ -29,7 +30,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "counting-malloc.h"
 #include "storm.h"
@@ -106,11 +109,26 @@ struct storm_image {
 #define STORM_WINDOW_SAMPLES 3u
 /* Publications before the storm may end (see storm_done()). */
 #define STORM_MIN_RECORDS 1000u
-/* A new writer thread every so many rounds.  Writer k is in
- * writers[k % STORM_WRITER_RING]: the sender joins it before writer
- * k + STORM_WRITER_RING is made there. */
-#define STORM_HANDOVER_ROUNDS 16u
+/* A new writer thread at the end of the first round in which the handler
+ * sampled the current one inside a call so many times: the rate of
+ * handovers follows that of the samples, whatever slows the process down.
+ * Writer k is in writers[k % STORM_WRITER_RING]: storm_run() joins it before
+ * writer k + STORM_WRITER_RING is made there. */
+#define STORM_WRITER_SAMPLES 16u
 #define STORM_WRITER_RING 8u
+/* The period of a writer's timer, in nanoseconds: at least this, and at
+ * least four times what the handler takes (valgrind makes it a hundred
+ * times slower), so that the writer keeps most of its time.  The first
+ * expiry comes at a random point of the first period, so that a new
+ * writer's first publication is sampled as often as any other call of its
+ * length. */
+#define STORM_PERIOD_NS 20000L
+#define STORM_PERIOD_MAX_NS 50000000L
+
+/* glibc before 2.38 names the target thread of SIGEV_THREAD_ID so only. */
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
 /* The writer's contexts of the small size: just big enough for the
  * storm's records, so that both sizes of context take the paths. */
 #define STORM_SMALL_CAPACITY (24u + 98u + 7u)
@@ -131,13 +149,25 @@ struct storm {
 	otel_thread_ctx *ctx[STORM_CTXS];
 	/* Where the writer is: the step of its round, and the sequence. */
 	uint64_t step, n;
-	/* Writer threads: the storm signals writer number `writer`; the one
+	/* Samples inside a call, of the current writer. */
+	unsigned long writer_samples;
+	/* Whether the storm can sample the first publication of a thread: not
+	 * under valgrind, which delivers a signal at a system call or at the
+	 * end of a thread's time slice only, never in the few instructions
+	 * after a new thread's first system call. */
+	int first_sampled;
+	/* Writer threads: number `writer` is the current one; the one
 	 * before it starts the next and exits, once `go` lets the next one
-	 * run.  The sender has joined the writers below `joined`. */
+	 * run.  storm_run() has joined the writers below `joined`. */
 	pthread_t writers[STORM_WRITER_RING];
 	unsigned int writer, writers_made, joined;
 	sem_t go;
-	/* Control, between the sender and the writer. */
+	/* The current writer's timer, its period, where its first expiries
+	 * fall, and what the handler takes (an average, in nanoseconds). */
+	timer_t timer;
+	long period_ns, handler_ns;
+	uint64_t phase;
+	/* Control, between storm_run() and the writer. */
 	int stop, done, rc;
 	uint64_t records;
 	char writer_what[200]; /* what the writer found wrong, when rc is -1 */
@@ -379,10 +409,10 @@ static inline void storm_spare_work(struct storm *s, const struct otel_thread_ct
 	STORM_SPARE_CHECK(s, rc == 0 && memcmp(&got, &want, 28 + want.attrs_data_size) == 0, rc);
 	seen = 0;
 	STORM_CALL(otel_thread_ctx_attr_iter_init_map)(&it, &want, 256);
-	while (STORM_CALL(otel_thread_ctx_attr_iter_next)(&it, &a) == 0)
+	while (STORM_CALL(otel_thread_ctx_attr_iter_next)(&it, &a))
 		seen++;
 	STORM_SPARE_CHECK(s, seen == (n % 3 == 0 ? 3u : 2u), 0);
-	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_record_attr)(&want, STORM_KEY_SEQ, &a) == 0 &&
+	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_record_attr)(&want, STORM_KEY_SEQ, &a) == 1 &&
 				     a.len == want.attrs_data[1] &&
 				     memcmp(a.value, want.attrs_data + 2, a.len) == 0, 0);
 	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_key_count)() > STORM_KEY_EXTRA, 0);
@@ -404,16 +434,20 @@ static inline void storm_on_signal(int sig)
 	const struct storm_image *next = storm_image_at(s, s->committing);
 	int path = s->path;
 	int saved_errno = errno;
+	struct timespec t0, t1;
 
 	(void)sig;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	__atomic_store_n(&s->handled, s->handled + 1, __ATOMIC_RELAXED);
 	if (storm_matches(p, was) || storm_matches(p, next)) {
 		if (p == NULL)
 			s->null++;
 		else
 			s->ok++;
-		if (path >= 0)
+		if (path >= 0) {
 			__atomic_store_n(&s->in_window[path], s->in_window[path] + 1, __ATOMIC_RELAXED);
+			s->writer_samples++;
+		}
 	} else {
 		s->wrong++;
 		storm_describe(s, s->wrong_what, "the slot", p);
@@ -421,6 +455,9 @@ static inline void storm_on_signal(int sig)
 	s->alloc_checked = counting_malloc_forbid(1);
 	storm_spare_work(s, p, was, next);
 	counting_malloc_forbid(0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s->handler_ns = (s->handler_ns * 7 + (long)((t1.tv_sec - t0.tv_sec) * 1000000000L +
+						    (t1.tv_nsec - t0.tv_nsec))) / 8;
 	errno = saved_errno;
 }
 
@@ -592,6 +629,54 @@ static inline int storm_take_step(struct storm *s, int path, int which, uint64_t
 	return rc;
 }
 
+/* The calling writer's timer: SIGUSR1 to this thread every
+ * STORM_PERIOD_NS, the first one at a random point of the first period.
+ * Returns 0, or -1 with the reason. */
+static inline int storm_arm(struct storm *s)
+{
+	struct sigevent ev;
+	struct itimerspec when;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = SIGUSR1;
+	ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+	if (timer_create(CLOCK_MONOTONIC, &ev, &s->timer) != 0) {
+		snprintf(s->writer_what, sizeof(s->writer_what), "timer_create: %s", strerror(errno));
+		return -1;
+	}
+	/* xorshift64 */
+	s->phase ^= s->phase << 13;
+	s->phase ^= s->phase >> 7;
+	s->phase ^= s->phase << 17;
+	s->period_ns = 4 * s->handler_ns;
+	if (s->period_ns < STORM_PERIOD_NS)
+		s->period_ns = STORM_PERIOD_NS;
+	if (s->period_ns > STORM_PERIOD_MAX_NS)
+		s->period_ns = STORM_PERIOD_MAX_NS;
+	memset(&when, 0, sizeof(when));
+	when.it_value.tv_nsec = 1 + (long)(s->phase % (uint64_t)s->period_ns);
+	when.it_interval.tv_nsec = s->period_ns;
+	if (timer_settime(s->timer, 0, &when, NULL) != 0) {
+		snprintf(s->writer_what, sizeof(s->writer_what), "timer_settime: %s", strerror(errno));
+		timer_delete(s->timer);
+		return -1;
+	}
+	return 0;
+}
+
+/* No more signals for the calling writer: blocked (what is pending stays
+ * pending and goes with the thread), and its timer deleted. */
+static inline void storm_disarm(struct storm *s)
+{
+	sigset_t block;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+	timer_delete(s->timer);
+}
+
 static void *storm_writer_main(void *arg);
 
 /*
@@ -604,26 +689,17 @@ static inline int storm_hand_over(struct storm *s, uint64_t n)
 {
 	unsigned int next = s->writers_made;
 	struct otel_thread_ctx_record r;
-	sigset_t block;
 	int rc;
 
 	/* The writer that had this entry of the ring is joined. */
 	if (__atomic_load_n(&s->joined, __ATOMIC_ACQUIRE) + STORM_WRITER_RING <= next)
 		return 0; /* not yet: this one goes on */
-	/* No more samples here: the images are the next writer's from now
-	 * on (nothing published, as here now).  Blocked before the new thread
-	 * is made, which starts with the signal blocked too and unblocks it
-	 * once it has waited for `go`: so no two threads ever run the handler
-	 * at once, and everything a handler here wrote happens before (by the
-	 * semaphore, which ThreadSanitizer sees) what one runs there. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &block, NULL);
-	if (pthread_create(&s->writers[next % STORM_WRITER_RING], NULL, storm_writer_main, s) != 0) {
-		pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+	if (pthread_create(&s->writers[next % STORM_WRITER_RING], NULL, storm_writer_main, s) != 0)
 		return 0;
-	}
 	__atomic_store_n(&s->writers_made, next + 1, __ATOMIC_RELEASE);
+	/* No more samples here: the images are the next writer's from now
+	 * on (nothing published, as here now). */
+	storm_disarm(s);
 	storm_expected(n, &r);
 	rc = STORM_CALL(otel_thread_ctx_update_all)(r.trace_id, r.span_id, r.trace_flags, NULL, 0);
 	if (rc != 0) {
@@ -639,22 +715,23 @@ static inline int storm_hand_over(struct storm *s, uint64_t n)
 /*
  * A writer thread: publishes by each step of the round in turn until
  * s->stop, naming each publication before it makes it.  Its first step
- * is its first publication.  Every STORM_HANDOVER_ROUNDS rounds it hands
- * the storm over to a new writer thread and exits.  The last one detaches
- * and reports.
+ * is its first publication.  At the end of a round in which it was sampled
+ * STORM_WRITER_SAMPLES times inside its calls, it hands the storm over to a
+ * new writer thread and exits.  The last one detaches and reports.
  */
 static void *storm_writer_main(void *arg)
 {
 	struct storm *s = arg;
 	int rc = 0, first = 1;
-	sigset_t unblock;
 
 	while (sem_wait(&s->go) != 0 && errno == EINTR)
 		;
-	/* (A writer made by storm_hand_over() starts with it blocked.) */
-	sigemptyset(&unblock);
-	sigaddset(&unblock, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+	s->writer_samples = 0;
+	if (storm_arm(s) != 0) {
+		s->rc = -1;
+		__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
 	while (rc == 0 && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		const struct storm_step *st = &storm_round[s->step % STORM_ROUND_STEPS];
 		int path = first ? STORM_FIRST : st->path;
@@ -664,7 +741,8 @@ static void *storm_writer_main(void *arg)
 		__atomic_store_n(&s->records, s->n, __ATOMIC_RELAXED);
 		rc = storm_take_step(s, path, st->ctx, s->n);
 		s->step++;
-		if (rc == 0 && s->step % (STORM_ROUND_STEPS * STORM_HANDOVER_ROUNDS) == 0 &&
+		if (rc == 0 && s->step % STORM_ROUND_STEPS == 0 &&
+		    s->writer_samples >= STORM_WRITER_SAMPLES &&
 		    !__atomic_load_n(&s->stop, __ATOMIC_RELAXED) && storm_hand_over(s, ++s->n))
 			return NULL;
 	}
@@ -672,13 +750,14 @@ static void *storm_writer_main(void *arg)
 	if (rc == 0)
 		rc = STORM_CALL(otel_thread_ctx_detach)(NULL);
 	storm_committed(s);
+	storm_disarm(s);
 	if (rc != 0)
 		s->rc = rc;
 	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-/* Whether the sender may stop: `want` samples, enough publications, and
+/* Whether the storm may stop: `want` samples, enough publications, and
  * every path sampled inside its window; or the writer stopped by itself (on
  * an error, which the test then reports). */
 static inline int storm_done(const struct storm *s, unsigned long want)
@@ -689,6 +768,8 @@ static inline int storm_done(const struct storm *s, unsigned long want)
 	    __atomic_load_n(&s->records, __ATOMIC_RELAXED) <= STORM_MIN_RECORDS)
 		return 0;
 	for (int i = 0; i < STORM_PATHS; i++) {
+		if (i == STORM_FIRST && !s->first_sampled)
+			continue;
 		if (__atomic_load_n(&s->in_window[i], __ATOMIC_RELAXED) < STORM_WINDOW_SAMPLES)
 			return 0;
 	}
@@ -722,9 +803,9 @@ static inline void storm_destroy_all(struct storm *s)
 }
 
 /*
- * The storm: starts the first writer, interrupts whichever writer is
- * current with SIGUSR1 until storm_done() or `limit_s` seconds, then stops
- * it.  The contexts the writers and the handler work on are created here.
+ * The storm: starts the first writer, which (like each one after it)
+ * interrupts itself with its timer, until storm_done() or `limit_s`
+ * seconds, then stops it.  The contexts the writers and the handler work on are created here.
  * Returns 0, or -1 when the storm could not be set up (what failed is in
  * s->wrong_what).
  */
@@ -736,8 +817,6 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 		[STORM_S2] = STORM_SMALL_CAPACITY,    [STORM_S3] = OTEL_THREAD_CTX_ATTRS_MAX,
 	};
 	struct sigaction sa;
-	unsigned long sent = 0;
-	unsigned int current = 0;
 	double start;
 	int rc = 0;
 
@@ -747,6 +826,8 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 	s->committing = s->path = -1;
 	s->rc = 0;
 	s->spare_seq = UINT64_C(1) << 40;
+	s->first_sampled = counting_malloc_mode() != COUNTING_MALLOC_REPLACED;
+	s->phase = UINT64_C(0x9e3779b97f4a7c15);
 	for (int i = 0; i < STORM_CTXS && rc == 0; i++)
 		rc = storm_create(&s->ctx[i], capacities[i]);
 	if (rc == 0)
@@ -792,20 +873,15 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 	sem_post(&s->go);
 	start = storm_now_s();
 	while (!storm_done(s, want) && storm_now_s() - start <= limit_s) {
+		struct timespec pause = { 0, 1000000 };
 		unsigned int w = __atomic_load_n(&s->writer, __ATOMIC_ACQUIRE);
 
-		/* A writer that handed over has exited, or is about to: the
-		 * ones before the last are joined here, never signalled. */
-		if (w != current) {
-			while (s->joined + 1 < w) {
-				pthread_join(s->writers[s->joined % STORM_WRITER_RING], NULL);
-				__atomic_store_n(&s->joined, s->joined + 1, __ATOMIC_RELEASE);
-			}
-			current = w;
+		/* The writers that handed over have exited, or are about to. */
+		while (s->joined < w) {
+			pthread_join(s->writers[s->joined % STORM_WRITER_RING], NULL);
+			__atomic_store_n(&s->joined, s->joined + 1, __ATOMIC_RELEASE);
 		}
-		/* The current writer may be exiting: ESRCH is no error. */
-		(void)pthread_kill(s->writers[current % STORM_WRITER_RING], SIGUSR1);
-		sent++;
+		nanosleep(&pause, NULL);
 	}
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	/* Every writer ends: the last one (which may still hand over to
@@ -822,16 +898,22 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 	signal(SIGUSR1, SIG_DFL);
 	sem_destroy(&s->go);
 	storm_destroy_all(s);
-	printf("signal-storm: %lu signals sent, %lu handled: %lu records, %lu empty as due, "
+	printf("signal-storm: a signal every %ld us (the last writer's timer): %lu handled: "
+	       "%lu records, %lu empty as due, "
 	       "%lu wrong; %llu publications by %u writer threads; save() %lu times, %lu wrong; "
 	       "samples inside each path's calls:",
-	       sent, s->handled, s->ok, s->null, s->wrong, (unsigned long long)s->records,
+	       s->period_ns / 1000, s->handled, s->ok, s->null, s->wrong,
+	       (unsigned long long)s->records,
 	       s->writers_made, s->saves_checked, s->saves_wrong);
 	for (int i = 0; i < STORM_PATHS; i++)
 		printf(" %s %lu;", storm_path_names[i], s->in_window[i]);
 	printf(" the handler's own work %lu times, allocation and locks %s\n", s->spare_calls,
 	       s->alloc_checked ? "forbidden (counting allocator)" :
 				  "not checked (another allocator is in use)");
+	if (!s->first_sampled)
+		printf("signal-storm: the first publication of a thread is not required to be "
+		       "sampled here: valgrind delivers signals at system calls and at the end "
+		       "of time slices only\n");
 	fflush(stdout);
 	return 0;
 }
@@ -863,6 +945,8 @@ static inline int storm_verdict(const struct storm *s, int what, char *why, size
 		snprintf(why, cap, "only %llu publications", (unsigned long long)s->records);
 	else {
 		for (int i = 0; i < STORM_PATHS; i++) {
+			if (i == STORM_FIRST && !s->first_sampled)
+				continue;
 			if (s->in_window[i] < STORM_WINDOW_SAMPLES) {
 				snprintf(why, cap, "no sample landed inside %s: the storm did not "
 					 "test it", storm_path_names[i]);
