@@ -409,10 +409,10 @@ static inline void storm_spare_work(struct storm *s, const struct otel_thread_ct
 	STORM_SPARE_CHECK(s, rc == 0 && memcmp(&got, &want, 28 + want.attrs_data_size) == 0, rc);
 	seen = 0;
 	STORM_CALL(otel_thread_ctx_attr_iter_init_map)(&it, &want, 256);
-	while (STORM_CALL(otel_thread_ctx_attr_iter_next)(&it, &a))
+	while (STORM_CALL(otel_thread_ctx_attr_iter_next)(&it, &a) == 0)
 		seen++;
 	STORM_SPARE_CHECK(s, seen == (n % 3 == 0 ? 3u : 2u), 0);
-	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_record_attr)(&want, STORM_KEY_SEQ, &a) == 1 &&
+	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_record_attr)(&want, STORM_KEY_SEQ, &a) == 0 &&
 				     a.len == want.attrs_data[1] &&
 				     memcmp(a.value, want.attrs_data + 2, a.len) == 0, 0);
 	STORM_SPARE_CHECK(s, STORM_CALL(otel_thread_ctx_key_count)() > STORM_KEY_EXTRA, 0);
