@@ -20,6 +20,7 @@ import configparser
 import gzip
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -169,8 +170,10 @@ def plan_tests(cfg, build, work, guest_python):
             else:
                 left_out.append((t["name"], cmd[0]))
                 continue
+        # and so does the wrapper in what the tests start themselves
+        # (OTEL_TEST_PYTHON, ...).
         e = dict(base_env)
-        e.update(env)
+        e.update({k: re.sub(r"^\S*qemu-\S+ -L / ", "", v) for k, v in env.items()})
         plan.append({"name": f"{t['suite'][0]} / {t['name']}", "cmd": cmd, "env": e,
                      "workdir": workdir,
                      "timeout": (t["timeout"] or 30) * mult,
@@ -214,6 +217,8 @@ def main(argv):
     sampler = os.path.abspath(os.path.join(build, "tools", "sample", "otel-thread-ctx-sample"))
     initramfs(rd, root, release, {"VM_WORK": work, "VM_PLAN": plan_path, "VM_LOG": log_path,
                                   "VM_PYTHON": guest_python,
+                                  "VM_FOREIGN": "" if elf_machine(sys.executable) ==
+                                  ELF_MACHINE[arch] else "1",
                                   "VM_SAMPLER": sampler if os.path.exists(sampler) else ""})
     kernel = os.path.join(root, "boot", f"vmlinuz-{release}")
     qemu = shlex.split(cfg["qemu"]) + [
