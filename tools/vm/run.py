@@ -126,6 +126,7 @@ def plan_tests(cfg, build, work, guest_python):
     arch = cfg["arch"]
     want = cfg["tests"].split()
     also = set(cfg.get("also", "").split())
+    leave = set(cfg.get("leave", "").split())
     base_env = dict(v.split("=", 1) for v in cfg.get("env", "").split())
     mult = float(cfg.get("timeout_multiplier", "1"))
     plan, left_out = [], []
@@ -154,7 +155,7 @@ def plan_tests(cfg, build, work, guest_python):
         if t["name"] in also:
             needs_kernel = True
         if want == ["kernel"]:
-            if not needs_kernel:
+            if not needs_kernel or t["name"] in leave:
                 continue
         elif not {s.split("+")[0] for s in suites} & set(want):
             continue
