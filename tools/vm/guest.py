@@ -88,7 +88,7 @@ def verifier(sampler):
                     info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
             except OSError:
                 continue
-            if "prog_tag" in info:
+            if "prog_tag" in info and "prog_type" in info:
                 seen.add((info.get("prog_id", "?").strip(), info.get("prog_type", "?").strip(),
                           info.get("verified_insns", "? (kernel before 5.16)").strip()))
     p.kill()
