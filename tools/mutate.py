@@ -212,7 +212,7 @@ MUTANTS = [
            "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n"
            "\t{ void *volatile scratch = malloc(16); free(scratch); }\n"
            "\td = draft_for(t, FIELD_SPAN);\n",
-           ["signal-storm-static"], "update_span_id allocates"),
+           ["load-startup"], "update_span_id allocates"),
     Mutant("lock-key-count", "no lock", "src/keys.c",
            "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\treturn visible_count();\n}",
            "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\tunsigned int n;\n\n"
