@@ -9,7 +9,8 @@ after "Errors:": a listed code that no call produced, or a produced code
 that is not listed, fails.  ENOMEM and ETHREAD (resources the test cannot
 take away) are exempt from "produced".
 
-usage: check-errors.py HEADER ERRORS_PROGRAM
+usage: check-errors.py HEADER ERRORS_PROGRAM [WRAPPER...]   (a program for another
+CPU runs through WRAPPER, the cross file's qemu)
 """
 import re
 import subprocess
@@ -41,9 +42,9 @@ def documented(header):
 
 
 def main():
-    header, program = sys.argv[1], sys.argv[2]
+    header, program, wrapper = sys.argv[1], sys.argv[2], sys.argv[3:]
     names, lists = documented(header)
-    run = subprocess.run([program], capture_output=True, text=True)
+    run = subprocess.run(wrapper + [program], capture_output=True, text=True)
     sys.stderr.write(run.stderr)
     if run.returncode != 0:
         print(f"FAIL: {program} exited {run.returncode}")
