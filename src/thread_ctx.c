@@ -760,11 +760,13 @@ OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
 OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 {
 	struct otel__thread *t;
+	intptr_t off;
 	int err;
 
 	if (saved == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	t = shortcut() != 0 ? thread_at(shortcut()) : otel__thread_self();
+	off = shortcut();
+	t = off != 0 ? thread_at(off) : otel__thread_self();
 	err = check_saved(t, saved);
 	if (err)
 		return err;
