@@ -16,142 +16,110 @@ OTEL_EXPORT __thread const struct otel_thread_ctx_record *otel_thread_ctx_v1;
 
 #define UNSUPPORTED OTEL_THREAD_CTX_EUNSUPPORTED
 
+/* Every stub below ignores its arguments: that is the whole point of it. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
 OTEL_EXPORT int otel_thread_ctx_create(otel_thread_ctx **ctx)
 {
-	(void)ctx;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **ctx,
 					    const struct otel_thread_ctx_options *options)
 {
-	(void)ctx;
-	(void)options;
 	return UNSUPPORTED;
 }
 
 /* No context can exist: nothing to free. */
 OTEL_EXPORT void otel_thread_ctx_destroy(otel_thread_ctx *ctx)
 {
-	(void)ctx;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_ids(otel_thread_ctx *ctx, const uint8_t trace_id[16],
 					const uint8_t span_id[8], uint8_t trace_flags)
 {
-	(void)ctx;
-	(void)trace_id;
-	(void)span_id;
-	(void)trace_flags;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_span_id(otel_thread_ctx *ctx, const uint8_t span_id[8])
 {
-	(void)ctx;
-	(void)span_id;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_trace_flags(otel_thread_ctx *ctx, uint8_t trace_flags)
 {
-	(void)ctx;
-	(void)trace_flags;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_clear_ids(otel_thread_ctx *ctx)
 {
-	(void)ctx;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_attr(otel_thread_ctx *ctx, unsigned int key,
 					 const void *value, size_t len)
 {
-	(void)ctx;
-	(void)key;
-	(void)value;
-	(void)len;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_remove_attr(otel_thread_ctx *ctx, unsigned int key)
 {
-	(void)ctx;
-	(void)key;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_clear_attrs(otel_thread_ctx *ctx)
 {
-	(void)ctx;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_clear(otel_thread_ctx *ctx)
 {
-	(void)ctx;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_set_attrs(otel_thread_ctx *ctx,
 					  const struct otel_thread_ctx_attr *attrs, size_t n)
 {
-	(void)ctx;
-	(void)attrs;
-	(void)n;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_copy(otel_thread_ctx *dst, const otel_thread_ctx *src)
 {
-	(void)dst;
-	(void)src;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_get(const otel_thread_ctx *ctx, struct otel_thread_ctx_record *out)
 {
-	(void)ctx;
-	(void)out;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_attach(const otel_thread_ctx *ctx, otel_thread_ctx *saved)
 {
-	(void)ctx;
-	(void)saved;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_update(const otel_thread_ctx *ctx)
 {
-	(void)ctx;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_detach(otel_thread_ctx *saved)
 {
-	(void)saved;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 {
-	(void)saved;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
 {
-	(void)span_id;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_update_trace_flags(uint8_t trace_flags)
 {
-	(void)trace_flags;
 	return UNSUPPORTED;
 }
 
@@ -159,11 +127,6 @@ OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uin
 					   uint8_t trace_flags,
 					   const struct otel_thread_ctx_attr *attrs, size_t n)
 {
-	(void)trace_id;
-	(void)span_id;
-	(void)trace_flags;
-	(void)attrs;
-	(void)n;
 	return UNSUPPORTED;
 }
 
@@ -185,8 +148,6 @@ OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *re
 OTEL_EXPORT int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource,
 						size_t count)
 {
-	(void)resource;
-	(void)count;
 	return UNSUPPORTED;
 }
 
@@ -194,17 +155,12 @@ OTEL_EXPORT int otel_thread_ctx_process_publish_with(
 	const struct otel_thread_ctx_process_attr *resource, size_t count,
 	const struct otel_thread_ctx_process_options *options)
 {
-	(void)resource;
-	(void)count;
-	(void)options;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_process_update(const struct otel_thread_ctx_process_attr *resource,
 					       size_t count)
 {
-	(void)resource;
-	(void)count;
 	return UNSUPPORTED;
 }
 
@@ -212,9 +168,6 @@ OTEL_EXPORT int otel_thread_ctx_process_update_with(
 	const struct otel_thread_ctx_process_attr *resource, size_t count,
 	const struct otel_thread_ctx_process_options *options)
 {
-	(void)resource;
-	(void)count;
-	(void)options;
 	return UNSUPPORTED;
 }
 
@@ -225,14 +178,11 @@ OTEL_EXPORT int otel_thread_ctx_process_unpublish(void)
 
 OTEL_EXPORT int otel_thread_ctx_process_query(struct otel_thread_ctx_process_info *info)
 {
-	(void)info;
 	return UNSUPPORTED;
 }
 
 OTEL_EXPORT int otel_thread_ctx_process_copy(struct otel_thread_ctx_process_header *header,
 					     void **payload)
 {
-	(void)header;
-	(void)payload;
 	return UNSUPPORTED;
 }
