@@ -16,9 +16,10 @@ shows the reading is right.
 usage: exit-order.py GDB PROGRAM   (GDB empty, or --skip=REASON: skip)
 """
 import os
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import gdb_batch  # noqa: E402
 
 SCRIPT = r'''
 import gdb
@@ -59,26 +60,12 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     gdb, program = sys.argv[1:]
-    if gdb.startswith("--skip="):
-        print("skip: " + gdb[len("--skip="):])
-        return 77
-    if not gdb:
-        print("skip: gdb is not installed")
-        return 77
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(SCRIPT)
-    try:
-        p = subprocess.run([gdb, "-q", "-nx", "-batch", "-x", f.name, program],
-                           capture_output=True, text=True, timeout=300)
-    finally:
-        os.unlink(f.name)
-    out = p.stdout + p.stderr
-    lines = [l for l in out.splitlines() if l.startswith("EXIT-ORDER")]
+    rc, lines = gdb_batch.run(gdb, SCRIPT, [program], "EXIT-ORDER", 300)
+    if rc:
+        print(lines)
+        return rc
     if not any(l.startswith("EXIT-ORDER: exit") for l in lines):
-        if "ptrace" in out.lower() and "not permitted" in out.lower():
-            print("skip: gdb may not trace processes here:\n" + out[-2000:])
-            return 77
-        print("FAIL: gdb did not run the program to its end:\n" + out[-4000:])
+        print("FAIL: gdb did not run the program to its end:\n" + "\n".join(lines))
         return 1
     print("\n".join(lines))
     if any("unreadable" in l for l in lines):

@@ -29,9 +29,10 @@ usage: unwind.py GDB PROBE [LIBRARY] [--slow-path] [--resolver-without-cfi]
                glibc.rtld.optional_static_tls=0)
 """
 import os
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import gdb_batch  # noqa: E402
 
 SCRIPT = r'''
 import gdb
@@ -86,28 +87,16 @@ def main():
         return 2
     gdb, probe = args[:2]
     skip = [a for a in sys.argv[1:] if a.startswith("--skip=")]
-    if skip:
-        print("skip: " + skip[0][len("--skip="):])
-        return 77
-    if not gdb:
-        print("skip: gdb is not installed")
-        return 77
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(SCRIPT)
-    try:
-        p = subprocess.run([gdb, "-q", "-nx", "-batch", "-x", f.name, "--args", probe] + args[2:],
-                           capture_output=True, text=True, timeout=600)
-    finally:
-        os.unlink(f.name)
-    out = p.stdout + p.stderr
-    result = [l for l in out.splitlines() if l.startswith("UNWIND-TEST: steps")]
+    rc, lines = gdb_batch.run(skip[0] if skip else gdb, SCRIPT, [probe] + args[2:],
+                              "UNWIND-TEST", 600)
+    if rc:
+        print(lines)
+        return rc
+    result = [l for l in lines if l.startswith("UNWIND-TEST: steps")]
     if not result:
-        if "ptrace" in out.lower() and "not permitted" in out.lower():
-            print("skip: gdb may not trace processes here:\n" + out[-2000:])
-            return 77
-        print("FAIL: gdb did not step through the call:\n" + out[-4000:])
+        print("FAIL: gdb did not step through the call:\n" + "\n".join(lines))
         return 1
-    print("\n".join(l for l in out.splitlines() if l.startswith("UNWIND-TEST")))
+    print("\n".join(lines))
     steps, outside, lost, opaque = (int(x) for x in result[0].split()[2::2])
     if opaque and not no_cfi:
         lost += opaque
