@@ -305,21 +305,16 @@ def aot(cell):
     for f in os.listdir(out):
         if f.startswith("libotel-thread-ctx"):
             fail(f"{f} was published next to a NativeAOT executable that links the library statically")
-    prove(exe)
+    no_sampler = prove(exe)
+    if no_sampler:
+        skip(f"{cell}: published ({dt:.1f} s), and the checker, the self-check and the inspector pass; but "
+             f"{no_sampler}")
     print(f"OK {cell}: publish {dt:.1f} s")
 
 
-def prove(exe):
-    if shutil.which("file"):
-        subprocess.run(["file", exe])
-    check_binary(exe)
-
-    threads = 4
-    proc = subprocess.Popen([exe, str(threads), "30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    expect = {}
-    selfcheck = None
-    pid = None
-    deadline = time.monotonic() + 120
+def read_round(proc, deadline):
+    """The sample's lines up to READY: (pid, {tid: (trace, span, route)}, [left tids], selfcheck)."""
+    expect, left, selfcheck = {}, [], None
     for line in proc.stdout:
         line = line.rstrip("\n")
         print("sample: " + line)
@@ -328,48 +323,136 @@ def prove(exe):
         elif line.startswith("EXPECT "):
             _, tid, trace, span, route = line.split(" ", 4)
             expect[int(tid)] = (trace, span, route)
+        elif line.startswith("LEFT "):
+            left.append(int(line.split()[1]))
         elif line.startswith("READY "):
-            pid = int(line.split()[1])
-            break
+            return int(line.split()[1]), expect, left, selfcheck
         elif line.startswith("FAIL") or time.monotonic() > deadline:
             break
-    if pid is None:
-        proc.kill()
-        fail("the sample did not get ready (see its output above)")
+    return None, expect, left, selfcheck
+
+
+def inspect_round(pid, expect, left):
+    """otel-thread-ctx-inspect: each thread with a flow publishes exactly its
+    activity; every other thread (those the flows left among them) nothing."""
+    ins = subprocess.run([env("OTEL_DOTNET_INSPECT"), "--json", str(pid)], capture_output=True, text=True)
+    if ins.returncode != 0:
+        fail(f"otel-thread-ctx-inspect exited {ins.returncode}: {ins.stderr.strip()}\n{ins.stdout}")
+    seen = json.loads(ins.stdout)
+    if not seen.get("process_context"):
+        fail("the inspector finds no process context")
+    by_tid = {t["tid"]: t for t in seen["threads"]}
+    bad = []
+    for tid, (trace, span, route) in sorted(expect.items()):
+        t = by_tid.get(tid)
+        if t is None:
+            bad.append(f"thread {tid}: not seen by the inspector")
+            continue
+        attrs = {a["key"]: a["value"] for a in t.get("attributes", [])}
+        got = (t.get("status"), t.get("trace_id"), t.get("span_id"), attrs.get("http.route"))
+        want = ("ok", trace, span, route)
+        print(f"inspector: thread {tid} reads {got}, the thread runs {want}")
+        if got != want:
+            bad.append(f"inspector: thread {tid}: read {got}, expected {want}")
+    for tid in left:
+        if tid not in by_tid:
+            bad.append(f"inspector: thread {tid}, which the flow left, is not seen")
+    others = [t for t in seen["threads"] if t["tid"] not in expect]
+    for t in others:
+        if t.get("status") != "no-context":
+            bad.append(f"inspector: thread {t['tid']} ({t.get('name')}), which runs no activity, reads "
+                       f"{t.get('status')} {t.get('trace_id')}/{t.get('span_id')}")
+    print(f"inspector: {len(others)} other threads, each publishing nothing"
+          + (f" (the flow left {left})" if left else ""))
+    return bad
+
+
+def sampler():
+    """The eBPF sampler, or why it cannot run here."""
+    tool = os.environ.get("OTEL_DOTNET_SAMPLE", "")
+    if not tool:
+        return None, os.environ.get("OTEL_DOTNET_SAMPLE_WHY_NOT") or "the eBPF sampler is not built"
+    return tool, None
+
+
+def sample_round(tool, pid, expect, left):
+    """otel-thread-ctx-sample: every sample of a thread with a flow finds
+    exactly its activity's ids and http.route; every sample of any other
+    thread of the process (the one the hop left among them) finds nothing.
+    Returns (failures, why the sampler could not run)."""
+    cmd = [tool, "--json", "--frequency", "2000", "--duration", "1", str(pid)]
+    print("+ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode == 4:
+        return [], f"the eBPF sampler is refused here: {r.stderr.strip()}"
+    if r.returncode != 0:
+        return [f"otel-thread-ctx-sample exited {r.returncode}: {r.stderr.strip()}\n{r.stdout}"], None
+    objs = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    procs = [o for o in objs if o.get("type") == "process" and o.get("pid") == pid]
+    bad = []
+    if not procs or not procs[-1].get("process_context"):
+        bad.append(f"sampler: no process context read: {procs}")
+    threads = {o["tid"]: o for o in objs if o.get("type") == "thread" and o.get("pid") == pid}
+    for tid, (trace, span, route) in sorted(expect.items()):
+        t = threads.get(tid)
+        if t is None or t["samples"] == 0:
+            bad.append(f"sampler: thread {tid}, which spins in its activity, was not sampled")
+            continue
+        rec = t.get("record", {})
+        attrs = {a["key"]: a["value"] for a in rec.get("attributes", [])}
+        got = (rec.get("trace_id"), rec.get("span_id"), attrs.get("http.route"))
+        print(f"sampler: thread {tid}: {t['context']}/{t['samples']} samples with a record, the last "
+              f"{got}, the thread runs {(trace, span, route)}")
+        if t["context"] != t["samples"] or got != (trace, span, route):
+            bad.append(f"sampler: thread {tid}: {t}, expected {trace}/{span} {route} in every sample")
+    for tid in left:
+        t = threads.get(tid)
+        if t is None or t["samples"] == 0:
+            bad.append(f"sampler: thread {tid}, which the hop left and which spins, was not sampled")
+            continue
+        print(f"sampler: thread {tid} (left): {t['no_context']}/{t['samples']} samples find no context")
+    others = [t for tid, t in threads.items() if tid not in expect]
+    for t in others:
+        if t["no_context"] != t["samples"]:
+            bad.append(f"sampler: thread {t['tid']} ({t.get('name')}), which runs no activity: {t}")
+    print(f"sampler: {len(others)} other threads sampled, every sample finding no context")
+    return bad, None
+
+
+def prove(exe):
+    if shutil.which("file"):
+        subprocess.run(["file", exe])
+    check_binary(exe)
+    tool, no_sampler = sampler()
+
+    threads = 4
+    proc = subprocess.Popen([exe, str(threads), "30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
     try:
-        if selfcheck is None or not selfcheck.startswith("SELFCHECK Ok "):
-            fail(f"the self-check from inside says: {selfcheck}")
-        if len(expect) != threads:
-            fail(f"{len(expect)} threads parked, not {threads}")
-        ins = subprocess.run([env("OTEL_DOTNET_INSPECT"), "--json", str(pid)], capture_output=True, text=True)
-        if ins.returncode != 0:
-            fail(f"otel-thread-ctx-inspect exited {ins.returncode}: {ins.stderr.strip()}\n{ins.stdout}")
-        seen = json.loads(ins.stdout)
-        if not seen.get("process_context"):
-            fail("the inspector finds no process context")
-        by_tid = {t["tid"]: t for t in seen["threads"]}
-        bad = []
-        for tid, (trace, span, route) in sorted(expect.items()):
-            t = by_tid.get(tid)
-            if t is None:
-                bad.append(f"thread {tid}: not seen by the inspector")
-                continue
-            attrs = {a["key"]: a["value"] for a in t.get("attributes", [])}
-            got = (t.get("status"), t.get("trace_id"), t.get("span_id"), attrs.get("http.route"))
-            want = ("ok", trace, span, route)
-            print(f"thread {tid}: inspector reads {got}, the thread runs {want}")
-            if got != want:
-                bad.append(f"thread {tid}: read {got}, expected {want}")
-        others = [t for t in seen["threads"] if t["tid"] not in expect]
-        for t in others:
-            if t.get("status") != "no-context":
-                bad.append(f"thread {t['tid']} ({t.get('name')}), which runs no activity, reads {t.get('status')} "
-                           f"{t.get('trace_id')}/{t.get('span_id')}")
-        print(f"{len(others)} other threads, each publishing nothing")
-        if bad:
-            fail("; ".join(bad))
-        proc.stdin.write("\n")
-        proc.stdin.flush()
+        # Round 1: 4 flows parked on threads of their own, and the hop on
+        # its first thread.  Round 2: the same, the hop moved to a thread
+        # pool thread, the thread it left spinning with nothing.
+        for rnd in (1, 2):
+            pid, expect, left, selfcheck = read_round(proc, deadline)
+            if pid is None:
+                fail(f"the sample did not get ready for round {rnd} (see its output above)")
+            if rnd == 1 and (selfcheck is None or not selfcheck.startswith("SELFCHECK Ok ")):
+                fail(f"the self-check from inside says: {selfcheck}")
+            if len(expect) != threads + 1:
+                fail(f"round {rnd}: {len(expect)} threads run a flow, not {threads + 1}")
+            if rnd == 2 and len(left) != 1:
+                fail(f"round 2: the hop left {left}, not one thread")
+            bad = inspect_round(pid, expect, left)
+            if tool:
+                more, why = sample_round(tool, pid, expect, left)
+                bad += more
+                no_sampler = no_sampler or why
+                if why:
+                    tool = None
+            if bad:
+                fail("; ".join(bad))
+            proc.stdin.write("\n")
+            proc.stdin.flush()
         rest = proc.stdout.read()
         print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
         rc = proc.wait(timeout=60)
@@ -379,6 +462,7 @@ def prove(exe):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    return no_sampler
 
 
 # --- aot-arm64 ------------------------------------------------------------
@@ -523,7 +607,9 @@ def main():
     elif mode == "aot" and len(sys.argv) == 3:
         aot(sys.argv[2])
     elif mode == "prove" and len(sys.argv) == 3:
-        prove(sys.argv[2])
+        no_sampler = prove(sys.argv[2])
+        if no_sampler:
+            skip(f"the checker, the self-check and the inspector pass; but {no_sampler}")
     elif mode == "shared":
         shared()
     elif mode == "aot-arm64":
