@@ -10,8 +10,13 @@ usage: run.py MODE [ARG]
                package (packed first if it is missing or older than what it
                holds), linked as CELL says, and prove it: the checker accepts
                the executable, the library's self-check says OK from inside,
-               and the inspector reads on each thread exactly the ids of the
-               activity that thread runs (and nothing on the others)
+               and the inspector and the eBPF sampler read on each thread
+               exactly the ids of the activity that thread runs (and nothing
+               on the others), before and after an activity moves from one
+               thread to a thread pool thread
+  web          the same for samples/AotWeb, an ASP.NET Core minimal API with
+               OpenTelemetry's ASP.NET Core instrumentation, while handlers
+               of two requests run: the request's ids and http.route
   shared       the same package in a NativeAOT shared library
                (NativeLib=Shared): the checker accepts it, and a C program
                that loads it sees the self-check say OK from inside
@@ -26,14 +31,16 @@ clang, which finds its own ld.lld); KIND pie (the default) or static
 (-p:StaticExecutable=true: -static-pie).
 
 OTEL_DOTNET_CELLS, a comma-separated list of unit, bfd-pie, lld-pie,
-bfd-static, lld-static, shared and arm64, runs only those (the others skip
+bfd-static, lld-static, shared, web and arm64, runs only those (the others skip
 saying so); unset, all run.
 
 The environment (meson.build sets it): OTEL_DOTNET_SRC (this folder),
 OTEL_DOTNET_WORK (a folder of the build for everything dotnet writes),
 OTEL_DOTNET_LIB (the build's src/, with libotel-thread-ctx.so.1 and .a),
 OTEL_DOTNET_LIB_ARM64 (the same for linux-arm64, optional),
-OTEL_DOTNET_CHECK and OTEL_DOTNET_INSPECT (the tools), OTEL_DOTNET_C_LAYOUT
+OTEL_DOTNET_CHECK and OTEL_DOTNET_INSPECT (the tools), OTEL_DOTNET_SAMPLE
+(the eBPF sampler, where it is built; else OTEL_DOTNET_SAMPLE_WHY_NOT says
+why not, and the AOT cells skip once all else passed), OTEL_DOTNET_C_LAYOUT
 (the layout printer), OTEL_DOTNET_VERSION, OTEL_DOTNET_CC (a C compiler, for
 `shared`), OTEL_DOTNET_SKIP (a reason to skip, from Meson).
 
@@ -465,6 +472,107 @@ def prove(exe):
     return no_sampler
 
 
+# --- web ------------------------------------------------------------------
+
+def web():
+    # samples/AotWeb: an ASP.NET Core minimal API traced by OpenTelemetry's
+    # ASP.NET Core instrumentation, published with PublishAot=true (GNU ld,
+    # a PIE).  Requests with a traceparent of the test's own choosing reach a
+    # handler that awaits, then spins until the readers have looked: each
+    # reader must find, on the handler's thread, the request's trace id, the
+    # span id of the server activity, and http.route as an attribute.
+    import http.client
+    import threading
+    need_dotnet()
+    pack()
+    out, dt = publish("AotWeb", "aot-web", [])
+    exe = os.path.join(out, "AotWeb")
+    for f in os.listdir(out):
+        if f.startswith("libotel-thread-ctx"):
+            fail(f"{f} was published next to a NativeAOT executable that links the library statically")
+    check_binary(exe)
+    tool, no_sampler = sampler()
+    requests = 2
+    proc = subprocess.Popen([exe, str(requests)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    replies = {}
+    try:
+        port = selfcheck = None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            print("sample: " + line)
+            if line.startswith("SELFCHECK "):
+                selfcheck = line
+            elif line.startswith("LISTENING "):
+                port = int(line.split()[1])
+                break
+            elif line.startswith("FAIL") or time.monotonic() > deadline:
+                break
+        if port is None:
+            fail("the web sample did not start listening (see its output above)")
+        if selfcheck is None or not selfcheck.startswith("SELFCHECK Ok "):
+            fail(f"the self-check from inside says: {selfcheck}")
+        traces = {n: os.urandom(16).hex() for n in range(requests)}
+
+        def get(n):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            try:
+                c.request("GET", f"/orders/{n}",
+                          headers={"traceparent": f"00-{traces[n]}-{os.urandom(8).hex()}-01"})
+                r = c.getresponse()
+                replies[n] = (r.status, r.read().decode())
+            except OSError as e:
+                replies[n] = (None, str(e))
+            finally:
+                c.close()
+
+        clients = [threading.Thread(target=get, args=(n,)) for n in range(requests)]
+        for c in clients:
+            c.start()
+        pid, expect, left, _ = read_round(proc, deadline)
+        if pid is None:
+            fail("the handlers did not all run (see the output above)")
+        if len(expect) != requests:
+            fail(f"{len(expect)} handler threads, not {requests} (two requests on one thread?)")
+        bad = []
+        if sorted(t for t, _, _ in expect.values()) != sorted(traces.values()):
+            bad.append(f"the handlers run traces {[t for t, _, _ in expect.values()]}, "
+                       f"the requests sent {list(traces.values())}")
+        if any(route != "/orders/{id}" for _, _, route in expect.values()):
+            bad.append(f"the server activities' http.route: {[r for _, _, r in expect.values()]}")
+        bad += inspect_round(pid, expect, left)
+        if tool:
+            more, why = sample_round(tool, pid, expect, left)
+            bad += more
+            no_sampler = no_sampler or why
+        if bad:
+            fail("; ".join(bad))
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        for c in clients:
+            c.join(timeout=120)
+        for n in range(requests):
+            status, body = replies.get(n, (None, "no reply"))
+            print(f"GET /orders/{n}: {status} {body}")
+            if status != 200 or body != f"order {n} {traces[n]}":
+                fail(f"GET /orders/{n}: {status} {body}")
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
+        rc = proc.wait(timeout=60)
+        if rc != 0 or "DONE" not in rest:
+            fail(f"the web sample exited {rc}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if no_sampler:
+        skip(f"web: published ({dt:.1f} s), and the checker, the self-check and the inspector pass; but "
+             f"{no_sampler}")
+    print(f"OK web: publish {dt:.1f} s")
+
+
 # --- aot-arm64 ------------------------------------------------------------
 
 def find_clang():
@@ -584,7 +692,7 @@ def bench():
 
 def selected(name):
     # OTEL_DOTNET_CELLS (comma-separated: unit, bfd-pie, lld-pie, bfd-static,
-    # lld-static, shared, arm64) runs only those; unset, all.
+    # lld-static, shared, web, arm64) runs only those; unset, all.
     cells = os.environ.get("OTEL_DOTNET_CELLS", "").strip()
     if cells and name not in [c.strip() for c in cells.split(",")]:
         skip(f"{name} is not among OTEL_DOTNET_CELLS={cells}")
@@ -594,7 +702,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     mode = sys.argv[1]
-    if mode in ("unit", "shared"):
+    if mode in ("unit", "shared", "web"):
         selected(mode)
     elif mode == "aot" and len(sys.argv) == 3:
         selected(sys.argv[2])
@@ -612,6 +720,8 @@ def main():
             skip(f"the checker, the self-check and the inspector pass; but {no_sampler}")
     elif mode == "shared":
         shared()
+    elif mode == "web":
+        web()
     elif mode == "aot-arm64":
         aot_arm64()
     elif mode == "bench":
