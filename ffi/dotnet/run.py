@@ -22,7 +22,8 @@ usage: run.py MODE [ARG]
                that loads it sees the self-check say OK from inside
   aot-arm64    a cross publish for linux-arm64 (clang), checked, and run
                under qemu-user where it can be
-  bench        the benchmark (bench/), printed
+  bench        the benchmark (bench/): C, BenchmarkDotNet under the JIT, a
+               Stopwatch loop in a NativeAOT executable, and their ratios
   prove EXE    the checks of `aot` on an executable built otherwise
 
 CELL is LINKER-KIND: LINKER bfd (GNU ld, NativeAOT's default on Linux,
@@ -663,20 +664,63 @@ def shared():
 
 # --- bench ----------------------------------------------------------------
 
+BENCH_ROWS = [
+    # (what, the C row of cloop.c, the .NET row)
+    ("attach(ctx, saved) + update(saved)", "attach(ctx, saved) + update(saved)", "Calls.AttachSavedUpdate"),
+    ("a scope: using (ctx.Attach()) { }", "attach(ctx, saved) + update(saved)", "Calls.Scope"),
+    ("update_span_id: TryUpdateSpanId", "update_span_id", "Calls.TryUpdateSpanId"),
+    ("update_all, ids only: TryUpdateAll", "update_all (no attributes)", "Calls.TryUpdateAll"),
+    ("update_all with http.route", None, "Calls.TryUpdateAllOneAttribute"),
+]
+SWITCH_ROWS = [
+    ("activity start + stop, no integration", "Switches.StartStop Mode=None"),
+    ("the same, the integration publishing ids", "Switches.StartStop Mode=Ids"),
+    ("the same, ids and http.route", "Switches.StartStop Mode=IdsAndRoute"),
+]
+
+
+def bench_lines(out, prefix):
+    rows = {}
+    for line in out.splitlines():
+        if line.startswith(prefix + " "):
+            name, value = line[len(prefix) + 1:].rsplit(" ", 1)
+            rows[name] = float(value) if value != "failed" else None
+    return rows
+
+
 def bench():
+    # C (cloop.c), .NET under the JIT (BenchmarkDotNet, in process) and the
+    # same calls in a NativeAOT executable (a Stopwatch loop), one after the
+    # other in one run; then the table of ratios (doc/dotnet.md, Numbers).
     need_dotnet()
     lib = env("OTEL_DOTNET_LIB")
     e = dotnet_env(os.path.join(WORK, "bench"))
     e["LD_LIBRARY_PATH"] = lib + (":" + e["LD_LIBRARY_PATH"] if e.get("LD_LIBRARY_PATH") else "")
-    cloop = os.environ.get("OTEL_DOTNET_CLOOP", "")
-    if cloop:
+    t0 = time.monotonic()
+
+    def c_rows():
+        # C, right before each .NET run, so that each ratio sets figures
+        # of about the same moment's load against each other.
+        cloop = env("OTEL_DOTNET_CLOOP")
         print("+ " + cloop, flush=True)
-        subprocess.run([cloop], env=e, check=True)
-    print("JIT:", flush=True)
-    p = subprocess.run(["dotnet", "run", "-c", "Release", "--project", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"),
-                        f"-p:OtelThreadCtxNativeDir={lib}"] + common_props(), env=e)
+        c = subprocess.run([cloop], env=e, capture_output=True, text=True, check=True).stdout
+        print(c, end="")
+        return bench_lines(c, "C")
+
+    c_jit = c_rows()
+
+    print("JIT, BenchmarkDotNet:", flush=True)
+    os.makedirs(os.path.join(WORK, "bench", "bdn"), exist_ok=True)
+    p = subprocess.run(["dotnet", "run", "-c", "Release", "--project",
+                        os.path.join(SRC, "bench", "OtelThreadCtx.BenchmarkDotNet"),
+                        f"-p:OtelThreadCtxNativeDir={lib}"] + restore_props() + common_props(),
+                       env=e, cwd=os.path.join(WORK, "bench", "bdn"), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    print(p.stdout, end="")
     if p.returncode != 0:
-        fail(f"the benchmark under the JIT exited {p.returncode}")
+        fail(f"BenchmarkDotNet exited {p.returncode}")
+    jit = bench_lines(p.stdout, "BDN")
+
     pack()
     out = os.path.join(WORK, "bench-aot", "publish")
     shutil.rmtree(os.path.join(WORK, "bench-aot"), ignore_errors=True)
@@ -684,10 +728,40 @@ def bench():
          "-o", out, "-p:OtelThreadCtxFromPackage=true", f"-p:RestoreAdditionalProjectSources={FEED}"]
         + restore_props() + common_props(), dotnet_env(os.path.join(WORK, "bench-aot", "artifacts")),
         "publish the benchmark with PublishAot=true")
-    print("NativeAOT (the static library, direct P/Invoke):", flush=True)
-    p = subprocess.run([os.path.join(out, "OtelThreadCtx.Bench")])
+    c_aot = c_rows()
+    print("NativeAOT (the static library, direct P/Invoke), a Stopwatch loop:", flush=True)
+    p = subprocess.run([os.path.join(out, "OtelThreadCtx.Bench")], capture_output=True, text=True)
+    print(p.stdout, end="")
     if p.returncode != 0:
         fail(f"the NativeAOT benchmark exited {p.returncode}")
+    aot = bench_lines(p.stdout, "AOT")
+
+    def cell(v, base):
+        if v is None:
+            return "-"
+        return f"{v:.1f}" + (f" ({v / base:.1f}x)" if base else "")
+
+    print("\nns per call (x: against C, measured right before)")
+    print(f"| call | C | .NET JIT (BenchmarkDotNet) | C | .NET NativeAOT (Stopwatch) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for what, c_name, net in BENCH_ROWS:
+        bj = c_jit.get(c_name) if c_name else None
+        ba = c_aot.get(c_name) if c_name else None
+        print(f"| {what} | {cell(bj, None)} | {cell(jit.get(net), bj)} | {cell(ba, None)} | {cell(aot.get(net), ba)} |")
+    print("\nns per activity start + stop (two switches of Activity.Current; x: against no integration); "
+          "per switch: half the difference the integration makes")
+    print("| | .NET JIT | per switch | .NET NativeAOT | per switch |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    none_jit, none_aot = jit.get(SWITCH_ROWS[0][1]), aot.get(SWITCH_ROWS[0][1])
+    for what, name in SWITCH_ROWS:
+        j, a = jit.get(name), aot.get(name)
+        dj = f"{(j - none_jit) / 2:.1f}" if name != SWITCH_ROWS[0][1] and j and none_jit else ""
+        da = f"{(a - none_aot) / 2:.1f}" if name != SWITCH_ROWS[0][1] and a and none_aot else ""
+        print(f"| {what} | {cell(j, none_jit if name != SWITCH_ROWS[0][1] else None)} | {dj} "
+              f"| {cell(a, none_aot if name != SWITCH_ROWS[0][1] else None)} | {da} |")
+    for name in ("Hops.Yield Mode=None", "Hops.Yield Mode=Ids"):
+        print(f"NativeAOT {name}: {cell(aot.get(name), None)} ns per await Task.Yield()")
+    print(f"bench: {time.monotonic() - t0:.0f} s")
 
 
 def selected(name):
