@@ -10,14 +10,20 @@ usage: run.py MODE [ARG]
                package (packed first if it is missing or older than what it
                holds), linked as CELL says, and prove it: the checker accepts
                the executable, the library's self-check says OK from inside,
-               and the inspector reads on each thread exactly the ids of the
-               activity that thread runs (and nothing on the others)
+               and the inspector and the eBPF sampler read on each thread
+               exactly the ids of the activity that thread runs (and nothing
+               on the others), before and after an activity moves from one
+               thread to a thread pool thread
+  web          the same for samples/AotWeb, an ASP.NET Core minimal API with
+               OpenTelemetry's ASP.NET Core instrumentation, while handlers
+               of two requests run: the request's ids and http.route
   shared       the same package in a NativeAOT shared library
                (NativeLib=Shared): the checker accepts it, and a C program
                that loads it sees the self-check say OK from inside
   aot-arm64    a cross publish for linux-arm64 (clang), checked, and run
                under qemu-user where it can be
-  bench        the benchmark (bench/), printed
+  bench        the benchmark (bench/): C, BenchmarkDotNet under the JIT, a
+               Stopwatch loop in a NativeAOT executable, and their ratios
   prove EXE    the checks of `aot` on an executable built otherwise
 
 CELL is LINKER-KIND: LINKER bfd (GNU ld, NativeAOT's default on Linux,
@@ -26,14 +32,16 @@ clang, which finds its own ld.lld); KIND pie (the default) or static
 (-p:StaticExecutable=true: -static-pie).
 
 OTEL_DOTNET_CELLS, a comma-separated list of unit, bfd-pie, lld-pie,
-bfd-static, lld-static, shared and arm64, runs only those (the others skip
+bfd-static, lld-static, shared, web and arm64, runs only those (the others skip
 saying so); unset, all run.
 
 The environment (meson.build sets it): OTEL_DOTNET_SRC (this folder),
 OTEL_DOTNET_WORK (a folder of the build for everything dotnet writes),
 OTEL_DOTNET_LIB (the build's src/, with libotel-thread-ctx.so.1 and .a),
 OTEL_DOTNET_LIB_ARM64 (the same for linux-arm64, optional),
-OTEL_DOTNET_CHECK and OTEL_DOTNET_INSPECT (the tools), OTEL_DOTNET_C_LAYOUT
+OTEL_DOTNET_CHECK and OTEL_DOTNET_INSPECT (the tools), OTEL_DOTNET_SAMPLE
+(the eBPF sampler, where it is built; else OTEL_DOTNET_SAMPLE_WHY_NOT says
+why not, and the AOT cells skip once all else passed), OTEL_DOTNET_C_LAYOUT
 (the layout printer), OTEL_DOTNET_VERSION, OTEL_DOTNET_CC (a C compiler, for
 `shared`), OTEL_DOTNET_SKIP (a reason to skip, from Meson).
 
@@ -305,21 +313,16 @@ def aot(cell):
     for f in os.listdir(out):
         if f.startswith("libotel-thread-ctx"):
             fail(f"{f} was published next to a NativeAOT executable that links the library statically")
-    prove(exe)
+    no_sampler = prove(exe)
+    if no_sampler:
+        skip(f"{cell}: published ({dt:.1f} s), and the checker, the self-check and the inspector pass; but "
+             f"{no_sampler}")
     print(f"OK {cell}: publish {dt:.1f} s")
 
 
-def prove(exe):
-    if shutil.which("file"):
-        subprocess.run(["file", exe])
-    check_binary(exe)
-
-    threads = 4
-    proc = subprocess.Popen([exe, str(threads), "30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    expect = {}
-    selfcheck = None
-    pid = None
-    deadline = time.monotonic() + 120
+def read_round(proc, deadline):
+    """The sample's lines up to READY: (pid, {tid: (trace, span, route)}, [left tids], selfcheck)."""
+    expect, left, selfcheck = {}, [], None
     for line in proc.stdout:
         line = line.rstrip("\n")
         print("sample: " + line)
@@ -328,48 +331,136 @@ def prove(exe):
         elif line.startswith("EXPECT "):
             _, tid, trace, span, route = line.split(" ", 4)
             expect[int(tid)] = (trace, span, route)
+        elif line.startswith("LEFT "):
+            left.append(int(line.split()[1]))
         elif line.startswith("READY "):
-            pid = int(line.split()[1])
-            break
+            return int(line.split()[1]), expect, left, selfcheck
         elif line.startswith("FAIL") or time.monotonic() > deadline:
             break
-    if pid is None:
-        proc.kill()
-        fail("the sample did not get ready (see its output above)")
+    return None, expect, left, selfcheck
+
+
+def inspect_round(pid, expect, left):
+    """otel-thread-ctx-inspect: each thread with a flow publishes exactly its
+    activity; every other thread (those the flows left among them) nothing."""
+    ins = subprocess.run([env("OTEL_DOTNET_INSPECT"), "--json", str(pid)], capture_output=True, text=True)
+    if ins.returncode != 0:
+        fail(f"otel-thread-ctx-inspect exited {ins.returncode}: {ins.stderr.strip()}\n{ins.stdout}")
+    seen = json.loads(ins.stdout)
+    if not seen.get("process_context"):
+        fail("the inspector finds no process context")
+    by_tid = {t["tid"]: t for t in seen["threads"]}
+    bad = []
+    for tid, (trace, span, route) in sorted(expect.items()):
+        t = by_tid.get(tid)
+        if t is None:
+            bad.append(f"thread {tid}: not seen by the inspector")
+            continue
+        attrs = {a["key"]: a["value"] for a in t.get("attributes", [])}
+        got = (t.get("status"), t.get("trace_id"), t.get("span_id"), attrs.get("http.route"))
+        want = ("ok", trace, span, route)
+        print(f"inspector: thread {tid} reads {got}, the thread runs {want}")
+        if got != want:
+            bad.append(f"inspector: thread {tid}: read {got}, expected {want}")
+    for tid in left:
+        if tid not in by_tid:
+            bad.append(f"inspector: thread {tid}, which the flow left, is not seen")
+    others = [t for t in seen["threads"] if t["tid"] not in expect]
+    for t in others:
+        if t.get("status") != "no-context":
+            bad.append(f"inspector: thread {t['tid']} ({t.get('name')}), which runs no activity, reads "
+                       f"{t.get('status')} {t.get('trace_id')}/{t.get('span_id')}")
+    print(f"inspector: {len(others)} other threads, each publishing nothing"
+          + (f" (the flow left {left})" if left else ""))
+    return bad
+
+
+def sampler():
+    """The eBPF sampler, or why it cannot run here."""
+    tool = os.environ.get("OTEL_DOTNET_SAMPLE", "")
+    if not tool:
+        return None, os.environ.get("OTEL_DOTNET_SAMPLE_WHY_NOT") or "the eBPF sampler is not built"
+    return tool, None
+
+
+def sample_round(tool, pid, expect, left):
+    """otel-thread-ctx-sample: every sample of a thread with a flow finds
+    exactly its activity's ids and http.route; every sample of any other
+    thread of the process (the one the hop left among them) finds nothing.
+    Returns (failures, why the sampler could not run)."""
+    cmd = [tool, "--json", "--frequency", "2000", "--duration", "1", str(pid)]
+    print("+ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode == 4:
+        return [], f"the eBPF sampler is refused here: {r.stderr.strip()}"
+    if r.returncode != 0:
+        return [f"otel-thread-ctx-sample exited {r.returncode}: {r.stderr.strip()}\n{r.stdout}"], None
+    objs = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    procs = [o for o in objs if o.get("type") == "process" and o.get("pid") == pid]
+    bad = []
+    if not procs or not procs[-1].get("process_context"):
+        bad.append(f"sampler: no process context read: {procs}")
+    threads = {o["tid"]: o for o in objs if o.get("type") == "thread" and o.get("pid") == pid}
+    for tid, (trace, span, route) in sorted(expect.items()):
+        t = threads.get(tid)
+        if t is None or t["samples"] == 0:
+            bad.append(f"sampler: thread {tid}, which spins in its activity, was not sampled")
+            continue
+        rec = t.get("record", {})
+        attrs = {a["key"]: a["value"] for a in rec.get("attributes", [])}
+        got = (rec.get("trace_id"), rec.get("span_id"), attrs.get("http.route"))
+        print(f"sampler: thread {tid}: {t['context']}/{t['samples']} samples with a record, the last "
+              f"{got}, the thread runs {(trace, span, route)}")
+        if t["context"] != t["samples"] or got != (trace, span, route):
+            bad.append(f"sampler: thread {tid}: {t}, expected {trace}/{span} {route} in every sample")
+    for tid in left:
+        t = threads.get(tid)
+        if t is None or t["samples"] == 0:
+            bad.append(f"sampler: thread {tid}, which the hop left and which spins, was not sampled")
+            continue
+        print(f"sampler: thread {tid} (left): {t['no_context']}/{t['samples']} samples find no context")
+    others = [t for tid, t in threads.items() if tid not in expect]
+    for t in others:
+        if t["no_context"] != t["samples"]:
+            bad.append(f"sampler: thread {t['tid']} ({t.get('name')}), which runs no activity: {t}")
+    print(f"sampler: {len(others)} other threads sampled, every sample finding no context")
+    return bad, None
+
+
+def prove(exe):
+    if shutil.which("file"):
+        subprocess.run(["file", exe])
+    check_binary(exe)
+    tool, no_sampler = sampler()
+
+    threads = 4
+    proc = subprocess.Popen([exe, str(threads), "30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
     try:
-        if selfcheck is None or not selfcheck.startswith("SELFCHECK Ok "):
-            fail(f"the self-check from inside says: {selfcheck}")
-        if len(expect) != threads:
-            fail(f"{len(expect)} threads parked, not {threads}")
-        ins = subprocess.run([env("OTEL_DOTNET_INSPECT"), "--json", str(pid)], capture_output=True, text=True)
-        if ins.returncode != 0:
-            fail(f"otel-thread-ctx-inspect exited {ins.returncode}: {ins.stderr.strip()}\n{ins.stdout}")
-        seen = json.loads(ins.stdout)
-        if not seen.get("process_context"):
-            fail("the inspector finds no process context")
-        by_tid = {t["tid"]: t for t in seen["threads"]}
-        bad = []
-        for tid, (trace, span, route) in sorted(expect.items()):
-            t = by_tid.get(tid)
-            if t is None:
-                bad.append(f"thread {tid}: not seen by the inspector")
-                continue
-            attrs = {a["key"]: a["value"] for a in t.get("attributes", [])}
-            got = (t.get("status"), t.get("trace_id"), t.get("span_id"), attrs.get("http.route"))
-            want = ("ok", trace, span, route)
-            print(f"thread {tid}: inspector reads {got}, the thread runs {want}")
-            if got != want:
-                bad.append(f"thread {tid}: read {got}, expected {want}")
-        others = [t for t in seen["threads"] if t["tid"] not in expect]
-        for t in others:
-            if t.get("status") != "no-context":
-                bad.append(f"thread {t['tid']} ({t.get('name')}), which runs no activity, reads {t.get('status')} "
-                           f"{t.get('trace_id')}/{t.get('span_id')}")
-        print(f"{len(others)} other threads, each publishing nothing")
-        if bad:
-            fail("; ".join(bad))
-        proc.stdin.write("\n")
-        proc.stdin.flush()
+        # Round 1: 4 flows parked on threads of their own, and the hop on
+        # its first thread.  Round 2: the same, the hop moved to a thread
+        # pool thread, the thread it left spinning with nothing.
+        for rnd in (1, 2):
+            pid, expect, left, selfcheck = read_round(proc, deadline)
+            if pid is None:
+                fail(f"the sample did not get ready for round {rnd} (see its output above)")
+            if rnd == 1 and (selfcheck is None or not selfcheck.startswith("SELFCHECK Ok ")):
+                fail(f"the self-check from inside says: {selfcheck}")
+            if len(expect) != threads + 1:
+                fail(f"round {rnd}: {len(expect)} threads run a flow, not {threads + 1}")
+            if rnd == 2 and len(left) != 1:
+                fail(f"round 2: the hop left {left}, not one thread")
+            bad = inspect_round(pid, expect, left)
+            if tool:
+                more, why = sample_round(tool, pid, expect, left)
+                bad += more
+                no_sampler = no_sampler or why
+                if why:
+                    tool = None
+            if bad:
+                fail("; ".join(bad))
+            proc.stdin.write("\n")
+            proc.stdin.flush()
         rest = proc.stdout.read()
         print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
         rc = proc.wait(timeout=60)
@@ -379,6 +470,108 @@ def prove(exe):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    return no_sampler
+
+
+# --- web ------------------------------------------------------------------
+
+def web():
+    # samples/AotWeb: an ASP.NET Core minimal API traced by OpenTelemetry's
+    # ASP.NET Core instrumentation, published with PublishAot=true (GNU ld,
+    # a PIE).  Requests with a traceparent of the test's own choosing reach a
+    # handler that awaits, then spins until the readers have looked: each
+    # reader must find, on the handler's thread, the request's trace id, the
+    # span id of the server activity, and http.route as an attribute.
+    import http.client
+    import threading
+    need_dotnet()
+    pack()
+    out, dt = publish("AotWeb", "aot-web", [])
+    exe = os.path.join(out, "AotWeb")
+    for f in os.listdir(out):
+        if f.startswith("libotel-thread-ctx"):
+            fail(f"{f} was published next to a NativeAOT executable that links the library statically")
+    check_binary(exe)
+    tool, no_sampler = sampler()
+    requests = 2
+    proc = subprocess.Popen([exe, str(requests)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    replies = {}
+    try:
+        port = selfcheck = None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            print("sample: " + line)
+            if line.startswith("SELFCHECK "):
+                selfcheck = line
+            elif line.startswith("LISTENING "):
+                port = int(line.split()[1])
+                break
+            elif line.startswith("FAIL") or time.monotonic() > deadline:
+                break
+        if port is None:
+            fail("the web sample did not start listening (see its output above)")
+        if selfcheck is None or not selfcheck.startswith("SELFCHECK Ok "):
+            fail(f"the self-check from inside says: {selfcheck}")
+        traces = {n: os.urandom(16).hex() for n in range(requests)}
+
+        def get(n):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            try:
+                c.request("GET", f"/orders/{n}",
+                          headers={"traceparent": f"00-{traces[n]}-{os.urandom(8).hex()}-01"})
+                r = c.getresponse()
+                replies[n] = (r.status, r.read().decode())
+            except OSError as e:
+                replies[n] = (None, str(e))
+            finally:
+                c.close()
+
+        clients = [threading.Thread(target=get, args=(n,)) for n in range(requests)]
+        for c in clients:
+            c.start()
+        pid, expect, left, _ = read_round(proc, deadline)
+        if pid is None:
+            fail("the handlers did not all run (see the output above)")
+        if len(expect) != requests:
+            fail(f"{len(expect)} handler threads, not {requests} (two requests on one thread?)")
+        bad = []
+        if sorted(t for t, _, _ in expect.values()) != sorted(traces.values()):
+            bad.append(f"the handlers run traces {[t for t, _, _ in expect.values()]}, "
+                       f"the requests sent {list(traces.values())}")
+        if any(route != "/orders/{id}" for _, _, route in expect.values()):
+            bad.append(f"the server activities' http.route: {[r for _, _, r in expect.values()]}")
+        bad += inspect_round(pid, expect, left)
+        if tool:
+            more, why = sample_round(tool, pid, expect, left)
+            bad += more
+            no_sampler = no_sampler or why
+        if bad:
+            fail("; ".join(bad))
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        for c in clients:
+            c.join(timeout=120)
+        for n in range(requests):
+            status, body = replies.get(n, (None, "no reply"))
+            print(f"GET /orders/{n}: {status} {body}")
+            if status != 200 or body != f"order {n} {traces[n]}":
+                fail(f"GET /orders/{n}: {status} {body}")
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
+        rc = proc.wait(timeout=60)
+        if rc != 0 or "DONE" not in rest:
+            fail(f"the web sample exited {rc}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if no_sampler:
+        skip(f"web: published ({dt:.1f} s), and the checker, the self-check and the inspector pass; but "
+             f"{no_sampler}")
+    print(f"OK web: publish {dt:.1f} s")
 
 
 # --- aot-arm64 ------------------------------------------------------------
@@ -471,20 +664,63 @@ def shared():
 
 # --- bench ----------------------------------------------------------------
 
+BENCH_ROWS = [
+    # (what, the C row of cloop.c, the .NET row)
+    ("attach(ctx, saved) + update(saved)", "attach(ctx, saved) + update(saved)", "Calls.AttachSavedUpdate"),
+    ("a scope: using (ctx.Attach()) { }", "attach(ctx, saved) + update(saved)", "Calls.Scope"),
+    ("update_span_id: TryUpdateSpanId", "update_span_id", "Calls.TryUpdateSpanId"),
+    ("update_all, ids only: TryUpdateAll", "update_all (no attributes)", "Calls.TryUpdateAll"),
+    ("update_all with http.route", None, "Calls.TryUpdateAllOneAttribute"),
+]
+SWITCH_ROWS = [
+    ("activity start + stop, no integration", "Switches.StartStop Mode=None"),
+    ("the same, the integration publishing ids", "Switches.StartStop Mode=Ids"),
+    ("the same, ids and http.route", "Switches.StartStop Mode=IdsAndRoute"),
+]
+
+
+def bench_lines(out, prefix):
+    rows = {}
+    for line in out.splitlines():
+        if line.startswith(prefix + " "):
+            name, value = line[len(prefix) + 1:].rsplit(" ", 1)
+            rows[name] = float(value) if value != "failed" else None
+    return rows
+
+
 def bench():
+    # C (cloop.c), .NET under the JIT (BenchmarkDotNet, in process) and the
+    # same calls in a NativeAOT executable (a Stopwatch loop), one after the
+    # other in one run; then the table of ratios (doc/dotnet.md, Numbers).
     need_dotnet()
     lib = env("OTEL_DOTNET_LIB")
     e = dotnet_env(os.path.join(WORK, "bench"))
     e["LD_LIBRARY_PATH"] = lib + (":" + e["LD_LIBRARY_PATH"] if e.get("LD_LIBRARY_PATH") else "")
-    cloop = os.environ.get("OTEL_DOTNET_CLOOP", "")
-    if cloop:
+    t0 = time.monotonic()
+
+    def c_rows():
+        # C, right before each .NET run, so that each ratio sets figures
+        # of about the same moment's load against each other.
+        cloop = env("OTEL_DOTNET_CLOOP")
         print("+ " + cloop, flush=True)
-        subprocess.run([cloop], env=e, check=True)
-    print("JIT:", flush=True)
-    p = subprocess.run(["dotnet", "run", "-c", "Release", "--project", os.path.join(SRC, "bench", "OtelThreadCtx.Bench"),
-                        f"-p:OtelThreadCtxNativeDir={lib}"] + common_props(), env=e)
+        c = subprocess.run([cloop], env=e, capture_output=True, text=True, check=True).stdout
+        print(c, end="")
+        return bench_lines(c, "C")
+
+    c_jit = c_rows()
+
+    print("JIT, BenchmarkDotNet:", flush=True)
+    os.makedirs(os.path.join(WORK, "bench", "bdn"), exist_ok=True)
+    p = subprocess.run(["dotnet", "run", "-c", "Release", "--project",
+                        os.path.join(SRC, "bench", "OtelThreadCtx.BenchmarkDotNet"),
+                        f"-p:OtelThreadCtxNativeDir={lib}"] + restore_props() + common_props(),
+                       env=e, cwd=os.path.join(WORK, "bench", "bdn"), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    print(p.stdout, end="")
     if p.returncode != 0:
-        fail(f"the benchmark under the JIT exited {p.returncode}")
+        fail(f"BenchmarkDotNet exited {p.returncode}")
+    jit = bench_lines(p.stdout, "BDN")
+
     pack()
     out = os.path.join(WORK, "bench-aot", "publish")
     shutil.rmtree(os.path.join(WORK, "bench-aot"), ignore_errors=True)
@@ -492,15 +728,45 @@ def bench():
          "-o", out, "-p:OtelThreadCtxFromPackage=true", f"-p:RestoreAdditionalProjectSources={FEED}"]
         + restore_props() + common_props(), dotnet_env(os.path.join(WORK, "bench-aot", "artifacts")),
         "publish the benchmark with PublishAot=true")
-    print("NativeAOT (the static library, direct P/Invoke):", flush=True)
-    p = subprocess.run([os.path.join(out, "OtelThreadCtx.Bench")])
+    c_aot = c_rows()
+    print("NativeAOT (the static library, direct P/Invoke), a Stopwatch loop:", flush=True)
+    p = subprocess.run([os.path.join(out, "OtelThreadCtx.Bench")], capture_output=True, text=True)
+    print(p.stdout, end="")
     if p.returncode != 0:
         fail(f"the NativeAOT benchmark exited {p.returncode}")
+    aot = bench_lines(p.stdout, "AOT")
+
+    def cell(v, base):
+        if v is None:
+            return "-"
+        return f"{v:.1f}" + (f" ({v / base:.1f}x)" if base else "")
+
+    print("\nns per call (x: against C, measured right before)")
+    print(f"| call | C | .NET JIT (BenchmarkDotNet) | C | .NET NativeAOT (Stopwatch) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for what, c_name, net in BENCH_ROWS:
+        bj = c_jit.get(c_name) if c_name else None
+        ba = c_aot.get(c_name) if c_name else None
+        print(f"| {what} | {cell(bj, None)} | {cell(jit.get(net), bj)} | {cell(ba, None)} | {cell(aot.get(net), ba)} |")
+    print("\nns per activity start + stop (two switches of Activity.Current; x: against no integration); "
+          "per switch: half the difference the integration makes")
+    print("| | .NET JIT | per switch | .NET NativeAOT | per switch |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    none_jit, none_aot = jit.get(SWITCH_ROWS[0][1]), aot.get(SWITCH_ROWS[0][1])
+    for what, name in SWITCH_ROWS:
+        j, a = jit.get(name), aot.get(name)
+        dj = f"{(j - none_jit) / 2:.1f}" if name != SWITCH_ROWS[0][1] and j and none_jit else ""
+        da = f"{(a - none_aot) / 2:.1f}" if name != SWITCH_ROWS[0][1] and a and none_aot else ""
+        print(f"| {what} | {cell(j, none_jit if name != SWITCH_ROWS[0][1] else None)} | {dj} "
+              f"| {cell(a, none_aot if name != SWITCH_ROWS[0][1] else None)} | {da} |")
+    for name in ("Hops.Yield Mode=None", "Hops.Yield Mode=Ids"):
+        print(f"NativeAOT {name}: {cell(aot.get(name), None)} ns per await Task.Yield()")
+    print(f"bench: {time.monotonic() - t0:.0f} s")
 
 
 def selected(name):
     # OTEL_DOTNET_CELLS (comma-separated: unit, bfd-pie, lld-pie, bfd-static,
-    # lld-static, shared, arm64) runs only those; unset, all.
+    # lld-static, shared, web, arm64) runs only those; unset, all.
     cells = os.environ.get("OTEL_DOTNET_CELLS", "").strip()
     if cells and name not in [c.strip() for c in cells.split(",")]:
         skip(f"{name} is not among OTEL_DOTNET_CELLS={cells}")
@@ -510,7 +776,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     mode = sys.argv[1]
-    if mode in ("unit", "shared"):
+    if mode in ("unit", "shared", "web"):
         selected(mode)
     elif mode == "aot" and len(sys.argv) == 3:
         selected(sys.argv[2])
@@ -523,9 +789,13 @@ def main():
     elif mode == "aot" and len(sys.argv) == 3:
         aot(sys.argv[2])
     elif mode == "prove" and len(sys.argv) == 3:
-        prove(sys.argv[2])
+        no_sampler = prove(sys.argv[2])
+        if no_sampler:
+            skip(f"the checker, the self-check and the inspector pass; but {no_sampler}")
     elif mode == "shared":
         shared()
+    elif mode == "web":
+        web()
     elif mode == "aot-arm64":
         aot_arm64()
     elif mode == "bench":
