@@ -25,6 +25,7 @@
 
 #include "sampler.h"
 #include "print.h"
+#include "profile.h"
 
 enum exit_code {
 	EXIT_OK = 0,
@@ -140,14 +141,35 @@ static struct thread *thread_for(uint32_t pid, uint32_t tid)
 	return &table.slots[i];
 }
 
+struct run {
+	struct otel_sampler *s;
+	int json;
+	unsigned int frequency;
+	const char *event;
+	double started;
+	/* --by, --top ...: the samples by context. */
+	struct profile *profile;
+	unsigned int top;
+	/* The process of the last sample, to name its attribute keys. */
+	const struct otel_sampler_proc *last_proc;
+};
+
 static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size_t size)
 {
+	struct run *r = arg;
 	struct thread *t = thread_for(ev->pid, ev->tid);
 
-	(void)arg;
 	(void)size;
 	if (t == NULL || ev->status >= OTEL_THREAD_CTX_BPF_STATUS_COUNT || ev->tid == 0)
 		return;
+	if (r->profile != NULL) {
+		const struct otel_sampler_proc *p = r->last_proc;
+
+		if (p == NULL || (uint32_t)p->pid != ev->pid)
+			p = r->last_proc = otel_sampler_find(r->s, (pid_t)ev->pid);
+		if (profile_add(r->profile, p != NULL ? p->insp : NULL, ev, NULL) != 0)
+			table.oom = 1;
+	}
 	t->samples++;
 	t->by_status[ev->status]++;
 	t->last_status = ev->status;
@@ -243,14 +265,6 @@ static void refresh_key_names(struct otel_sampler *s, struct thread **th, size_t
 	}
 }
 
-struct run {
-	struct otel_sampler *s;
-	int json;
-	unsigned int frequency;
-	const char *event;
-	double started;
-};
-
 /* Prints the report; returns 1 if some sample found a record that breaks
  * the format. */
 static int report(struct run *r)
@@ -271,6 +285,7 @@ static int report(struct run *r)
 			th[n++] = &table.slots[i];
 	qsort(th, n, sizeof(*th), cmp_thread);
 	refresh_key_names(r->s, th, n);
+	r->last_proc = NULL;
 	nprocs = otel_sampler_procs(r->s, &procs);
 	otel_sampler_counters(r->s, counters);
 	for (size_t i = 0; i < n; i++) {
@@ -303,7 +318,9 @@ static int report(struct run *r)
 			tool_modules_json(info);
 			printf("}\n");
 		}
-		for (size_t i = 0; i < n; i++) {
+		if (r->profile != NULL)
+			profile_print_groups(r->profile, r->top, 1);
+		for (size_t i = 0; i < n && r->profile == NULL; i++) {
 			const struct thread *t = th[i];
 			const struct otel_sampler_proc *p = otel_sampler_find(r->s, (pid_t)t->pid);
 
@@ -354,9 +371,14 @@ static int report(struct run *r)
 				printf(", no process context\n");
 			tool_modules_table(info);
 		}
-		printf("%-8s %-8s %-16s %8s %8s %8s %7s %9s %10s %-32s %-16s %-2s %s\n", "PID", "TID",
+		if (r->profile != NULL) {
+			profile_print_groups(r->profile, r->top, 0);
+			n = 0; /* no thread table */
+		} else {
+			printf("%-8s %-8s %-16s %8s %8s %8s %7s %9s %10s %-32s %-16s %-2s %s\n", "PID", "TID",
 		       "NAME", "SAMPLES", "CONTEXT", "NO-CTX", "INVALID", "OVERSIZED", "UNREADABLE",
 		       "TRACE ID", "SPAN ID", "FL", "ATTRIBUTES (last record seen)");
+		}
 		for (size_t i = 0; i < n; i++) {
 			const struct thread *t = th[i];
 			const struct otel_sampler_proc *p = otel_sampler_find(r->s, (pid_t)t->pid);
@@ -392,13 +414,17 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: otel-thread-ctx-sample [--json] [--frequency HZ] [--duration SECONDS]\n"
 		"                              [--interval SECONDS] [--event cpu-clock|cycles]\n"
+		"                              [--by KEY[,KEY...]]... [--top N]\n"
 		"                              [--verbose] PID | --all\n"
 		"Samples the OpenTelemetry thread context of the threads of process PID (or\n"
 		"of every process that publishes one) with an eBPF program, HZ times a\n"
 		"second on each CPU (default 99), for SECONDS (default: until interrupted,\n"
 		"or until the process exits), and prints per thread what the samples saw.\n"
 		"--interval prints a report every SECONDS too.  Needs root (CAP_BPF and\n"
-		"CAP_PERFMON) and a kernel with BTF.\n");
+		"CAP_PERFMON) and a kernel with BTF.\n"
+		"--by groups the samples by context instead: trace_id, span_id or an\n"
+		"attribute key name (several: one group per combination); --top N shows\n"
+		"the N largest groups (default 10, 0: all) and the rest as one line.\n");
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -422,6 +448,8 @@ int main(int argc, char **argv)
 		{ "event", required_argument, NULL, 'e' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "top", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -430,12 +458,16 @@ int main(int argc, char **argv)
 	double duration = 0, interval = 0, next_refresh, next_report;
 	int c, all = 0, verbose = 0, rc, worst = EXIT_OK, ever_published = 0;
 	long pid = 0;
+	const char *keys[PROFILE_MAX_KEYS];
+	size_t nkeys = 0;
+	int want_profile = 0;
 	char why[512];
 	struct sigaction sa;
 
 	memset(&r, 0, sizeof(r));
 	r.event = "cpu-clock";
-	while ((c = getopt_long(argc, argv, "jF:d:i:e:avh", opts, NULL)) != -1) {
+	r.top = 10;
+	while ((c = getopt_long(argc, argv, "jF:d:i:e:avhb:t:", opts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -477,6 +509,32 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			all = 1;
+			break;
+		case 'b':
+			/* KEY[,KEY...]: the option's own string is split in place. */
+			for (char *k = strtok(optarg, ","); k != NULL; k = strtok(NULL, ",")) {
+				if (nkeys == PROFILE_MAX_KEYS) {
+					fprintf(stderr, "otel-thread-ctx-sample: --by: at most %d keys\n",
+						PROFILE_MAX_KEYS);
+					return EXIT_USAGE;
+				}
+				keys[nkeys++] = k;
+			}
+			if (nkeys == 0) {
+				fprintf(stderr, "otel-thread-ctx-sample: --by: no key given\n");
+				return EXIT_USAGE;
+			}
+			want_profile = 1;
+			break;
+		case 't':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '-' || *optarg == '\0' ||
+			    v > 1000000) {
+				fprintf(stderr, "otel-thread-ctx-sample: bad --top: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			r.top = (unsigned int)v;
 			break;
 		case 'v':
 			verbose = 1;
@@ -555,6 +613,11 @@ int main(int argc, char **argv)
 		return rc == OTEL_SAMPLER_EPERM ? EXIT_NOT_PERMITTED : EXIT_FAILED;
 	}
 
+	if (want_profile && (r.profile = profile_new(keys, nkeys)) == NULL) {
+		fprintf(stderr, "otel-thread-ctx-sample: out of memory\n");
+		otel_sampler_close(r.s);
+		return EXIT_FAILED;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -580,6 +643,7 @@ int main(int argc, char **argv)
 			break;
 		if (t >= next_refresh) {
 			otel_sampler_refresh(r.s, all);
+			r.last_proc = NULL;
 			next_refresh = t + REFRESH_SECONDS;
 			if (!all) {
 				const struct otel_sampler_proc *p =
@@ -627,6 +691,7 @@ int main(int argc, char **argv)
 		}
 	}
 	otel_sampler_close(r.s);
+	profile_free(r.profile);
 	free(table.slots);
 	return worst;
 }
