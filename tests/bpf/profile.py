@@ -11,14 +11,22 @@ One run of the tool (about 2.5 s at up to 999 Hz) checks:
 - the shares by http.route and by trace_id, within a tolerance of 5
   percentage points or 4 standard errors of a share (sqrt(p(1-p)/n)),
   whichever is larger; the no-context group; the JSON and --top;
-and a second short run checks the table form and --top with span_id groups.
+- the pprof file, decoded by `protoc --decode` with the schema of
+  profile.proto written below: sample types, period, every sample's labels
+  (pid, trace_id, span_id, http.route; thread_context for no context), the
+  counts adding up to the run's samples and the same shares by label;
+and a short run checks the table form, --by trace_id,http.route with --top
+and a gzip pprof file.
 
 usage: profile.py TOOL WORKLOAD
 Exits 77 when BPF is refused here.
 """
+import gzip
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +38,144 @@ TRACES = {"11" * 16: "GET /users/{id}", "22" * 16: "POST /orders", "33" * 16: "G
 LOOPS = {"GET /users/{id}": "burn_users", "POST /orders": "burn_orders",
          "GET /health": "burn_health", None: "burn_idle"}
 failures = []
+
+# The parts of pprof's profile.proto (github.com/google/pprof, proto/profile.proto)
+# the tool writes, with their field numbers.
+PROFILE_PROTO = """
+syntax = "proto3";
+package perftools.profiles;
+message Profile {
+  repeated ValueType sample_type = 1;
+  repeated Sample sample = 2;
+  repeated Mapping mapping = 3;
+  repeated Location location = 4;
+  repeated Function function = 5;
+  repeated string string_table = 6;
+  int64 drop_frames = 7;
+  int64 keep_frames = 8;
+  int64 time_nanos = 9;
+  int64 duration_nanos = 10;
+  ValueType period_type = 11;
+  int64 period = 12;
+  repeated int64 comment = 13;
+  int64 default_sample_type = 14;
+}
+message ValueType { int64 type = 1; int64 unit = 2; }
+message Sample {
+  repeated uint64 location_id = 1;
+  repeated int64 value = 2;
+  repeated Label label = 3;
+}
+message Label { int64 key = 1; int64 str = 2; int64 num = 3; int64 num_unit = 4; }
+message Mapping {
+  uint64 id = 1; uint64 memory_start = 2; uint64 memory_limit = 3; uint64 file_offset = 4;
+  int64 filename = 5; int64 build_id = 6; bool has_functions = 7; bool has_filenames = 8;
+  bool has_line_numbers = 9; bool has_inline_frames = 10;
+}
+message Location {
+  uint64 id = 1; uint64 mapping_id = 2; uint64 address = 3; repeated Line line = 4;
+  bool is_folded = 5;
+}
+message Line { uint64 function_id = 1; int64 line = 2; }
+message Function {
+  uint64 id = 1; int64 name = 2; int64 system_name = 3; int64 filename = 4; int64 start_line = 5;
+}
+"""
+
+
+def parse_text_format(text):
+    """protoc's text output: {field: [values or dicts]}."""
+    root = {}
+    stack = [root]
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line == "}":
+            stack.pop()
+        elif line.endswith("{"):
+            d = {}
+            stack[-1].setdefault(line[:-1].strip(), []).append(d)
+            stack.append(d)
+        else:
+            k, v = line.split(":", 1)
+            v = v.strip()
+            if v.startswith('"'):
+                v = v[1:-1].encode("latin-1").decode("unicode_escape").encode("latin-1").decode("utf-8")
+            else:
+                v = int(v)
+            stack[-1].setdefault(k.strip(), []).append(v)
+    return root
+
+
+def decode_pprof(path, tmp):
+    """The profile in `path` (gzip or not) as a dict, or None."""
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        check(False, "protoc is installed (protobuf-compiler)")
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    with open(os.path.join(tmp, "profile.proto"), "w") as f:
+        f.write(PROFILE_PROTO)
+    r = subprocess.run([protoc, "--proto_path=" + tmp, "--decode=perftools.profiles.Profile",
+                        os.path.join(tmp, "profile.proto")], input=data,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(r.returncode == 0, f"protoc decodes {path}: {r.stderr.decode()}")
+    if r.returncode != 0:
+        return None
+    return parse_text_format(r.stdout.decode())
+
+
+def pprof_samples(prof):
+    """[(count, cpu_ns, {label: value}, [location ids])] with strings resolved."""
+    st = prof.get("string_table", [])
+    out = []
+    for s in prof.get("sample", []):
+        labels = {}
+        for l in s.get("label", []):
+            key = st[l.get("key", [0])[0]]
+            labels[key] = st[l["str"][0]] if "str" in l else l.get("num", [0])[0]
+        v = s.get("value", [])
+        out.append((v[0], v[1], labels, s.get("location_id", [])))
+    return out
+
+
+def check_pprof(prof, n, hz, want_stacks=False):
+    if prof is None:
+        return
+    st = prof["string_table"]
+    check(st[0] == "", "string 0 is empty")
+    types = [(st[t["type"][0]], st[t["unit"][0]]) for t in prof["sample_type"]]
+    check(types == [("samples", "count"), ("cpu", "nanoseconds")], f"sample types {types}")
+    pt = prof["period_type"][0]
+    check((st[pt["type"][0]], st[pt["unit"][0]]) == ("cpu", "nanoseconds"), "period type")
+    period = prof["period"][0]
+    check(period == int(1e9 / hz), f"period {period} ns at {hz} Hz")
+    samples = pprof_samples(prof)
+    total = sum(c for c, _, _, _ in samples)
+    check(total == n, f"pprof counts {total} samples, the run {n}")
+    by_route = {}
+    for c, ns, labels, _ in samples:
+        check(ns == c * period, "cpu = samples * period")
+        if "trace_id" in labels:
+            check(set(labels) == {"pid", "trace_id", "span_id", "http.route"},
+                  f"labels of a sample with context: {labels}")
+            check(TRACES.get(labels["trace_id"]) == labels.get("http.route"),
+                  f"trace and route agree: {labels}")
+            check(re.fullmatch("[0-9a-f]{16}", labels.get("span_id", "")) is not None,
+                  f"span_id label: {labels}")
+            by_route[labels.get("http.route")] = by_route.get(labels.get("http.route"), 0) + c
+        else:
+            check(labels.get("thread_context") == "none", f"labels without context: {labels}")
+            by_route[None] = by_route.get(None, 0) + c
+        check(isinstance(labels.get("pid"), int) and labels["pid"] > 0, f"pid label: {labels}")
+    for route, share in list(ROUTES.items()) + [(None, NO_CONTEXT)]:
+        got = by_route.get(route, 0) / max(total, 1)
+        check(abs(got - share) <= tolerance(share, total),
+              f"pprof: {route}: {got:.3f}, expected {share:.3f}")
 
 
 def check(cond, what):
@@ -68,8 +214,9 @@ def main():
         check(line[:1] == ["ready"], f"workload started: {line}")
         pid = str(w.pid)
 
+        pb = os.path.join(tmp, "cpu.pb")
         r = run(["--json", "--duration", "2.5", "--frequency", str(hz),
-                 "--by", "http.route", "--top", "0", pid])
+                 "--by", "http.route", "--top", "0", "--pprof", pb, pid])
         check(r.returncode == 0, f"--by http.route exit {r.returncode}: {r.stderr}")
         objs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
         summary = [o for o in objs if o["type"] == "summary"][0]
@@ -110,37 +257,33 @@ def main():
                       f"{route}: {s:.3f} of the samples in requests")
         check(set(by_route) <= set(ROUTES) | {"no-context"}, f"no other group: {sorted(by_route, key=str)}")
 
-        # The same by trace_id, with --top 2: the two largest, the rest as one.
-        r = run(["--json", "--duration", "1", "--frequency", str(hz),
-                 "--by", "trace_id", "--top", "2", pid])
-        check(r.returncode == 0, f"--by trace_id exit {r.returncode}: {r.stderr}")
-        objs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
-        groups = [o for o in objs if o["type"] == "group"]
-        n2 = [o for o in objs if o["type"] == "summary"][0]["samples"]
-        check(len(groups) == 3, f"--top 2: two groups and the rest ({len(groups)})")
-        if len(groups) == 3:
-            check(TRACES.get(groups[0]["values"]["trace_id"]) == "GET /users/{id}",
-                  f"the largest trace is that of GET /users/{{id}}: {groups[0]}")
-            check(groups[2]["kind"] == "other" and groups[2]["groups"] == 2,
-                  f"the rest: the other trace and no context: {groups[2]}")
-            check(sum(g["samples"] for g in groups) == n2, "the groups add up with --top")
-            check(abs(groups[0]["share"] - 0.5) <= tolerance(0.5, n2),
-                  f"trace of GET /users/{{id}}: {groups[0]['share']:.3f}")
+        check_pprof(decode_pprof(pb, tmp), n, hz)
 
-        # The table: one line per span (each request is a span), --top 3.
-        r = run(["--duration", "0.5", "--frequency", str(hz), "--by", "span_id,http.route",
-                 "--top", "3", pid])
+        # The table, by trace_id and http.route, with --top 2: the two
+        # largest groups and the rest as one line; the pprof file compressed.
+        pbz = os.path.join(tmp, "cpu.pb.gz")
+        r = run(["--duration", "1", "--frequency", str(hz), "--by", "trace_id,http.route",
+                 "--top", "2", "--pprof", pbz, pid])
         check(r.returncode == 0, f"table exit {r.returncode}: {r.stderr}")
         lines = r.stdout.splitlines()
+        n2 = int(re.search(r": (\d+) samples of 1 process", lines[0]).group(1))
         head = [i for i, x in enumerate(lines) if x.split()[:3] == ["SAMPLES", "SHARE", "GROUP"]]
-        check(len(head) == 1 and "(by span_id http.route)" in lines[head[0]],
+        check(len(head) == 1 and lines[head[0]].endswith("(by trace_id http.route)"),
               f"the table's header: {lines}")
-        if head:
-            rows = lines[head[0] + 1:]
-            check(len(rows) == 4 and "other groups)" in rows[3], f"three rows and the rest: {rows}")
-            check(all(" span_id=" in x and " http.route=" in x or "(no context)" in x
-                      for x in rows[:3]), f"rows name span_id and http.route: {rows}")
         check("TRACE ID" not in r.stdout, "no thread table with --by")
+        if head:
+            rows = [x.split(None, 2) for x in lines[head[0] + 1:]]
+            check(len(rows) == 3, f"two rows and the rest: {rows}")
+            if len(rows) == 3:
+                check(rows[0][2] == "trace_id=" + "11" * 16 + ' http.route="GET /users/{id}"',
+                      f"the largest group: {rows[0]}")
+                check(rows[2][2] == "(2 other groups)", f"the rest: {rows[2]}")
+                check(sum(int(x[0]) for x in rows) == n2, "the rows add up to the samples")
+                check(abs(float(rows[0][1].rstrip("%")) / 100 - 0.5) <= tolerance(0.5, n2),
+                      f"trace of GET /users/{{id}}: {rows[0][1]}")
+        with open(pbz, "rb") as f:
+            check(f.read(2) == b"\x1f\x8b", "FILE.gz is gzip")
+        check_pprof(decode_pprof(pbz, tmp), n2, hz)
 
         # Usage errors.
         for bad in (["--by", ",", pid], ["--top", "-1", "--by", "span_id", pid],
@@ -151,6 +294,7 @@ def main():
     finally:
         w.stdin.close()
         w.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
     check(w.returncode == 0, f"the workload ended well ({w.returncode})")
     if failures:
         print(f"{len(failures)} failure(s)")

@@ -152,7 +152,67 @@ struct run {
 	unsigned int top;
 	/* The process of the last sample, to name its attribute keys. */
 	const struct otel_sampler_proc *last_proc;
+	/* Files written at the end. */
+	const char *pprof, *folded, *flamegraph;
+	double wall_started;
 };
+
+/* Frame names (--stacks): none yet. */
+static void symbolize(void *arg, uint32_t pid, uint64_t ip, int leaf, char *name, size_t len)
+{
+	(void)arg;
+	(void)pid;
+	(void)ip;
+	(void)leaf;
+	(void)len;
+	name[0] = '\0';
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Writes the files asked for; returns 0, or -1 after saying why. */
+static int write_files(struct run *r, double elapsed)
+{
+	const char *paths[3] = { r->pprof, r->folded, r->flamegraph };
+	int rc = 0;
+
+	for (int i = 0; i < 3; i++) {
+		FILE *f;
+		int w;
+
+		if (paths[i] == NULL)
+			continue;
+		f = fopen(paths[i], "we");
+		if (f == NULL) {
+			fprintf(stderr, "otel-thread-ctx-sample: %s: %s\n", paths[i], strerror(errno));
+			rc = -1;
+			continue;
+		}
+		if (i == 0)
+			w = profile_write_pprof(r->profile, f, ends_with(paths[i], ".gz"),
+						(uint64_t)(1e9 / r->frequency),
+						(uint64_t)(r->wall_started * 1e9), (uint64_t)(elapsed * 1e9),
+						symbolize, r);
+		else if (i == 1)
+			w = profile_write_folded(r->profile, f, symbolize, r);
+		else
+			w = profile_write_svg(r->profile, f, "CPU by thread context", symbolize, r);
+		if (w != 0 || fclose(f) != 0) {
+			fprintf(stderr, "otel-thread-ctx-sample: writing %s: %s\n", paths[i],
+				errno == ENOTSUP ? "gzip needs zlib, and the tool was built without it"
+						 : strerror(errno));
+			if (w != 0)
+				fclose(f);
+			rc = -1;
+		}
+	}
+	return rc;
+}
 
 static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size_t size)
 {
@@ -415,6 +475,7 @@ static void usage(FILE *f)
 		"usage: otel-thread-ctx-sample [--json] [--frequency HZ] [--duration SECONDS]\n"
 		"                              [--interval SECONDS] [--event cpu-clock|cycles]\n"
 		"                              [--by KEY[,KEY...]]... [--top N]\n"
+		"                              [--pprof FILE] [--folded FILE] [--flamegraph FILE.svg]\n"
 		"                              [--verbose] PID | --all\n"
 		"Samples the OpenTelemetry thread context of the threads of process PID (or\n"
 		"of every process that publishes one) with an eBPF program, HZ times a\n"
@@ -424,7 +485,10 @@ static void usage(FILE *f)
 		"CAP_PERFMON) and a kernel with BTF.\n"
 		"--by groups the samples by context instead: trace_id, span_id or an\n"
 		"attribute key name (several: one group per combination); --top N shows\n"
-		"the N largest groups (default 10, 0: all) and the rest as one line.\n");
+		"the N largest groups (default 10, 0: all) and the rest as one line.\n"
+		"--pprof writes a pprof profile (gzip when FILE ends in .gz), the context\n"
+		"as labels; --folded folded stacks and --flamegraph an SVG flame graph,\n"
+		"the groups as root frames.\n");
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -450,6 +514,9 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "by", required_argument, NULL, 'b' },
 		{ "top", required_argument, NULL, 't' },
+		{ "pprof", required_argument, NULL, 'P' },
+		{ "folded", required_argument, NULL, 'f' },
+		{ "flamegraph", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -467,7 +534,7 @@ int main(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.event = "cpu-clock";
 	r.top = 10;
-	while ((c = getopt_long(argc, argv, "jF:d:i:e:avhb:t:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jF:d:i:e:avhb:t:P:f:g:", opts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -524,6 +591,18 @@ int main(int argc, char **argv)
 				fprintf(stderr, "otel-thread-ctx-sample: --by: no key given\n");
 				return EXIT_USAGE;
 			}
+			want_profile = 1;
+			break;
+		case 'P':
+			r.pprof = optarg;
+			want_profile = 1;
+			break;
+		case 'f':
+			r.folded = optarg;
+			want_profile = 1;
+			break;
+		case 'g':
+			r.flamegraph = optarg;
 			want_profile = 1;
 			break;
 		case 't':
@@ -623,6 +702,12 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	r.started = now_s();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r.wall_started = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
 	next_refresh = r.started + REFRESH_SECONDS;
 	next_report = r.started + interval;
 	while (!stop) {
@@ -669,6 +754,8 @@ int main(int argc, char **argv)
 		;
 	if (report(&r) && worst == EXIT_OK)
 		worst = EXIT_BAD_RECORD;
+	if (r.profile != NULL && write_files(&r, now_s() - r.started) != 0)
+		worst = EXIT_FAILED;
 	{
 		const struct otel_sampler_proc *procs;
 		size_t n = otel_sampler_procs(r.s, &procs);

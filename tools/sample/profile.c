@@ -482,3 +482,695 @@ void profile_print_groups(const struct profile *p, unsigned int top, int json)
 	}
 	free_groups(g, n);
 }
+
+/* Frame names, with or without a symbolizer. */
+static void frame_name(profile_symbolize_fn sym, void *arg, uint32_t pid, uint64_t ip, int leaf,
+		       char *name, size_t len)
+{
+	name[0] = '\0';
+	if (sym != NULL)
+		sym(arg, pid, ip, leaf, name, len);
+	if (name[0] == '\0')
+		snprintf(name, len, "[unknown]+0x%" PRIx64, ip);
+}
+
+/* A key's value as text: ids in hex, attribute values as stored. */
+static size_t value_text(const uint8_t *v, size_t len, int id, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	if (id) {
+		for (size_t i = 0; i < len && n + 2 < cap; i++)
+			n += (size_t)snprintf(out + n, cap - n, "%02x", v[i]);
+		return n;
+	}
+	n = len < cap ? len : cap;
+	memcpy(out, v, n);
+	return n;
+}
+
+/* ---- A byte-keyed map: strings, functions and locations of pprof. ---- */
+
+struct map_slot {
+	uint64_t hash, value;
+	uint8_t *key;
+	size_t len;
+};
+
+struct map {
+	struct map_slot *s;
+	size_t cap, n;
+};
+
+static void map_free(struct map *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->s[i].key);
+	free(m->s);
+}
+
+/* The value of `key`, or *added (value n + 1) when new; 0 when out of
+ * memory. */
+static uint64_t map_get(struct map *m, const void *key, size_t len, int *added)
+{
+	uint64_t h = fnv(UINT64_C(0xcbf29ce484222325), key, len);
+	size_t k;
+
+	*added = 0;
+	if (m->n * 2 >= m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct map_slot *n = calloc(cap, sizeof(*n));
+
+		if (n == NULL)
+			return 0;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (m->s[i].key == NULL)
+				continue;
+			k = (size_t)m->s[i].hash & (cap - 1);
+			while (n[k].key != NULL)
+				k = (k + 1) & (cap - 1);
+			n[k] = m->s[i];
+		}
+		free(m->s);
+		m->s = n;
+		m->cap = cap;
+	}
+	k = (size_t)h & (m->cap - 1);
+	while (m->s[k].key != NULL) {
+		if (m->s[k].hash == h && m->s[k].len == len && memcmp(m->s[k].key, key, len) == 0)
+			return m->s[k].value;
+		k = (k + 1) & (m->cap - 1);
+	}
+	m->s[k].key = malloc(len ? len : 1);
+	if (m->s[k].key == NULL)
+		return 0;
+	memcpy(m->s[k].key, key, len);
+	m->s[k].len = len;
+	m->s[k].hash = h;
+	m->s[k].value = ++m->n;
+	*added = 1;
+	return m->s[k].value;
+}
+
+/* ---- Folded stacks and the flame graph ---- */
+
+/* Frame names of an entry from the root: the group's key values (or why
+ * there is no context), then the stack from its outermost frame.  Each
+ * name is passed to `fn`; names have no ';' or line ends. */
+typedef int (*frame_fn)(void *arg, const char *name, size_t len);
+
+static void clean(char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ';' || s[i] == '\n' || s[i] == '\r' || s[i] == '\0')
+			s[i] = '_';
+}
+
+static int entry_frames(const struct profile *p, const struct entry *e, profile_symbolize_fn sym,
+			void *sarg, frame_fn fn, void *arg)
+{
+	char name[1024];
+
+	if (e->kind != PROFILE_CONTEXT) {
+		const char *w = e->kind == PROFILE_BROKEN ? "(record unreadable)" : "(no context)";
+
+		if (fn(arg, w, strlen(w)) != 0)
+			return -1;
+	}
+	for (size_t k = 0; k < p->nkeys && e->kind == PROFILE_CONTEXT; k++) {
+		size_t len = 0, n;
+		int id;
+		const uint8_t *v = key_value(p, k, e, &len, &id);
+
+		n = (size_t)snprintf(name, sizeof(name), "%s=", p->keys[k]);
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		if (v == NULL)
+			n += (size_t)snprintf(name + n, sizeof(name) - n, "(none)");
+		else
+			n += value_text(v, len, id, name + n, sizeof(name) - 1 - n);
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		clean(name, n);
+		if (fn(arg, name, n) != 0)
+			return -1;
+	}
+	for (uint32_t i = e->nips; i-- > 0;) {
+		frame_name(sym, sarg, e->pid, e->ips[i], i == 0, name, sizeof(name));
+		clean(name, strlen(name));
+		if (fn(arg, name, strlen(name)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A growable line of text. */
+struct text {
+	char *b;
+	size_t n, cap;
+	int oom;
+};
+
+static void text_add(struct text *t, const char *s, size_t n)
+{
+	if (t->n + n + 1 > t->cap) {
+		size_t cap = (t->n + n + 1) * 2;
+		char *b = realloc(t->b, cap);
+
+		if (b == NULL) {
+			t->oom = 1;
+			return;
+		}
+		t->b = b;
+		t->cap = cap;
+	}
+	memcpy(t->b + t->n, s, n);
+	t->n += n;
+	t->b[t->n] = '\0';
+}
+
+static int folded_frame(void *arg, const char *name, size_t len)
+{
+	struct text *t = arg;
+
+	if (t->n != 0)
+		text_add(t, ";", 1);
+	text_add(t, name, len);
+	return t->oom ? -1 : 0;
+}
+
+struct folded {
+	char *line;
+	uint64_t count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded *)a)->line, ((const struct folded *)b)->line);
+}
+
+/* Every entry's line, sorted, the same lines merged.  NULL when out of
+ * memory. */
+static struct folded *folded_lines(const struct profile *p, profile_symbolize_fn sym, void *arg,
+				   size_t *n)
+{
+	struct folded *l = calloc(p->nentries ? p->nentries : 1, sizeof(*l));
+	size_t m = 0;
+
+	*n = 0;
+	if (l == NULL)
+		return NULL;
+	for (size_t i = 0; i < p->nentries; i++) {
+		struct text t = { NULL, 0, 0, 0 };
+
+		if (entry_frames(p, &p->entries[i], sym, arg, folded_frame, &t) != 0 || t.n == 0)
+			text_add(&t, "(all)", 5);
+		if (t.oom) {
+			free(t.b);
+			for (size_t j = 0; j < i; j++)
+				free(l[j].line);
+			free(l);
+			return NULL;
+		}
+		l[i].line = t.b;
+		l[i].count = p->entries[i].count;
+	}
+	qsort(l, p->nentries, sizeof(*l), cmp_folded);
+	for (size_t i = 0; i < p->nentries; i++) {
+		if (m > 0 && strcmp(l[m - 1].line, l[i].line) == 0) {
+			l[m - 1].count += l[i].count;
+			free(l[i].line);
+			continue;
+		}
+		l[m++] = l[i];
+	}
+	*n = m;
+	return l;
+}
+
+static void free_folded(struct folded *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l[i].line);
+	free(l);
+}
+
+int profile_write_folded(const struct profile *p, FILE *f, profile_symbolize_fn sym, void *arg)
+{
+	size_t n;
+	struct folded *l = folded_lines(p, sym, arg, &n);
+
+	if (l == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s %" PRIu64 "\n", l[i].line, l[i].count);
+	free_folded(l, n);
+	return ferror(f) ? -1 : 0;
+}
+
+/* A node of the flame graph: a frame under its parent, with the samples of
+ * every stack through it. */
+struct node {
+	char *name;
+	uint64_t count;
+	struct node *child, *next; /* children in name order */
+};
+
+static struct node *node_child(struct node *parent, const char *name, size_t len)
+{
+	struct node **at = &parent->child, *n;
+
+	for (; *at != NULL; at = &(*at)->next) {
+		int c = strncmp((*at)->name, name, len);
+
+		if (c == 0 && (*at)->name[len] == '\0')
+			return *at;
+		if (c > 0 || (c == 0 && (*at)->name[len] > '\0'))
+			break;
+	}
+	n = calloc(1, sizeof(*n));
+	if (n == NULL || (n->name = strndup(name, len)) == NULL) {
+		free(n);
+		return NULL;
+	}
+	n->next = *at;
+	*at = n;
+	return n;
+}
+
+static void node_free(struct node *n)
+{
+	while (n != NULL) {
+		struct node *next = n->next;
+
+		node_free(n->child);
+		free(n->name);
+		free(n);
+		n = next;
+	}
+}
+
+static unsigned int node_depth(const struct node *n)
+{
+	unsigned int d = 0;
+
+	for (const struct node *c = n->child; c != NULL; c = c->next) {
+		unsigned int x = node_depth(c);
+
+		if (x > d)
+			d = x;
+	}
+	return d + 1;
+}
+
+static void xml_text(FILE *f, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '<')
+			fputs("&lt;", f);
+		else if (c == '>')
+			fputs("&gt;", f);
+		else if (c == '&')
+			fputs("&amp;", f);
+		else if (c == '"')
+			fputs("&quot;", f);
+		else if (c < 0x20 || c == 0x7f)
+			putc('?', f);
+		else
+			putc(c, f);
+	}
+}
+
+#define SVG_WIDTH 1200.0
+#define SVG_FRAME 16
+#define SVG_TOP 40
+#define SVG_CHAR 7.0 /* width of a character at font-size 12, about */
+
+struct svg {
+	FILE *f;
+	double per_sample;
+	uint64_t total;
+	unsigned int depth;
+};
+
+static void svg_node(struct svg *g, const struct node *n, double x, unsigned int level)
+{
+	double w = (double)n->count * g->per_sample;
+	double y = SVG_TOP + (double)(g->depth - 1 - level) * SVG_FRAME;
+	uint32_t h = (uint32_t)fnv(UINT64_C(0xcbf29ce484222325), n->name, strlen(n->name));
+	size_t fit = w > 2 * SVG_CHAR ? (size_t)((w - 6) / SVG_CHAR) : 0, len = strlen(n->name);
+
+	fprintf(g->f, "<g class=\"frame\"><title>");
+	xml_text(g->f, n->name, len);
+	fprintf(g->f, " (%" PRIu64 " samples, %.2f%%)</title>", n->count,
+		100.0 * (double)n->count / (double)g->total);
+	/* Warm colours, the same for the same name. */
+	fprintf(g->f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "
+		      "rx=\"2\"/>",
+		x, y, w, SVG_FRAME - 1, 205 + h % 50, 80 + (h >> 8) % 150, 40 + (h >> 16) % 50);
+	if (fit >= 3) {
+		fprintf(g->f, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + SVG_FRAME - 4);
+		if (len <= fit) {
+			xml_text(g->f, n->name, len);
+		} else {
+			xml_text(g->f, n->name, fit - 2);
+			fputs("..", g->f);
+		}
+		fputs("</text>", g->f);
+	}
+	fputs("</g>\n", g->f);
+	for (const struct node *c = n->child; c != NULL; c = c->next) {
+		svg_node(g, c, x, level + 1);
+		x += (double)c->count * g->per_sample;
+	}
+}
+
+int profile_write_svg(const struct profile *p, FILE *f, const char *title,
+		      profile_symbolize_fn sym, void *arg)
+{
+	struct node root = { (char *)"all", 0, NULL, NULL };
+	struct svg g;
+	size_t n;
+	struct folded *l = folded_lines(p, sym, arg, &n);
+	double height;
+
+	if (l == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	/* The tree, from the folded lines: frames split at ';'. */
+	for (size_t i = 0; i < n; i++) {
+		struct node *at = &root;
+		const char *s = l[i].line;
+
+		root.count += l[i].count;
+		for (;;) {
+			const char *end = strchr(s, ';');
+			size_t len = end != NULL ? (size_t)(end - s) : strlen(s);
+
+			at = node_child(at, s, len);
+			if (at == NULL) {
+				node_free(root.child);
+				free_folded(l, n);
+				errno = ENOMEM;
+				return -1;
+			}
+			at->count += l[i].count;
+			if (end == NULL)
+				break;
+			s = end + 1;
+		}
+	}
+	free_folded(l, n);
+	g.f = f;
+	g.total = root.count ? root.count : 1;
+	g.per_sample = (SVG_WIDTH - 20) / (double)g.total;
+	g.depth = node_depth(&root);
+	height = SVG_TOP + (double)g.depth * SVG_FRAME + 10;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+		   "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"monospace\" "
+		   "font-size=\"12\">\n",
+		SVG_WIDTH, height, SVG_WIDTH, height);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"#f8f8f0\"/>\n"
+		   "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">",
+		SVG_WIDTH / 2);
+	xml_text(f, title, strlen(title));
+	fprintf(f, "</text>\n<g transform=\"translate(10,0)\">\n");
+	svg_node(&g, &root, 0, 0);
+	fprintf(f, "</g>\n</svg>\n");
+	node_free(root.child);
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- pprof: profile.proto, encoded by hand ---- */
+
+struct pb {
+	uint8_t *b;
+	size_t n, cap;
+	int oom;
+};
+
+static void pb_raw(struct pb *b, const void *data, size_t n)
+{
+	if (b->n + n > b->cap) {
+		size_t cap = (b->n + n) * 2 + 64;
+		uint8_t *x = realloc(b->b, cap);
+
+		if (x == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->b = x;
+		b->cap = cap;
+	}
+	if (n != 0)
+		memcpy(b->b + b->n, data, n);
+	b->n += n;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	uint8_t out[10];
+	size_t n = 0;
+
+	do {
+		out[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		v >>= 7;
+	} while (v != 0);
+	pb_raw(b, out, n);
+}
+
+/* Field `field` as a varint (wire type 0); zero values are left out, as
+ * proto3 does. */
+static void pb_uint(struct pb *b, unsigned int field, uint64_t v)
+{
+	if (v == 0)
+		return;
+	pb_varint(b, (uint64_t)field << 3);
+	pb_varint(b, v);
+}
+
+/* Field `field` as bytes (wire type 2): a string, a packed array, a
+ * message. */
+static void pb_bytes(struct pb *b, unsigned int field, const void *data, size_t n)
+{
+	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, n);
+	pb_raw(b, data, n);
+}
+
+static void pb_message(struct pb *b, unsigned int field, struct pb *m)
+{
+	pb_bytes(b, field, m->b, m->n);
+	if (m->oom)
+		b->oom = 1;
+	m->n = 0;
+	m->oom = 0;
+}
+
+struct pprof {
+	struct pb out, msg, sub, packed;
+	struct map strings, functions, locations;
+	profile_symbolize_fn sym;
+	void *sym_arg;
+};
+
+/* The index of `s` in the string table, written when new. */
+static uint64_t pp_string(struct pprof *w, const char *s, size_t n)
+{
+	int added;
+	uint64_t v = map_get(&w->strings, s, n, &added);
+
+	if (v == 0) {
+		w->out.oom = 1;
+		return 0;
+	}
+	if (added)
+		pb_bytes(&w->out, 6, s, n);
+	return v - 1;
+}
+
+/* The id of the location of (pid, ip, leaf), with its function. */
+static uint64_t pp_location(struct pprof *w, uint32_t pid, uint64_t ip, int leaf)
+{
+	struct {
+		uint64_t ip;
+		uint32_t pid, leaf;
+	} key = { ip, pid, (uint32_t)leaf };
+	char name[1024];
+	uint64_t id, fid, nid;
+	int added;
+
+	id = map_get(&w->locations, &key, sizeof(key), &added);
+	if (id == 0) {
+		w->out.oom = 1;
+		return 0;
+	}
+	if (!added)
+		return id;
+	frame_name(w->sym, w->sym_arg, pid, ip, leaf, name, sizeof(name));
+	fid = map_get(&w->functions, name, strlen(name), &added);
+	if (fid == 0) {
+		w->out.oom = 1;
+		return 0;
+	}
+	if (added) {
+		/* Function: id 1, name 2, system_name 3. */
+		nid = pp_string(w, name, strlen(name));
+		pb_uint(&w->msg, 1, fid);
+		pb_uint(&w->msg, 2, nid);
+		pb_uint(&w->msg, 3, nid);
+		pb_message(&w->out, 5, &w->msg);
+	}
+	/* Location: id 1, address 3, line 4 (Line: function_id 1). */
+	pb_uint(&w->msg, 1, id);
+	pb_uint(&w->msg, 3, ip);
+	pb_uint(&w->sub, 1, fid);
+	pb_message(&w->msg, 4, &w->sub);
+	pb_message(&w->out, 4, &w->msg);
+	return id;
+}
+
+/* Label: key 1, str 2, num 3 (string table indices). */
+static void pp_label(struct pprof *w, const char *key, const char *str, size_t len, int64_t num)
+{
+	pb_uint(&w->sub, 1, pp_string(w, key, strlen(key)));
+	if (str != NULL)
+		pb_uint(&w->sub, 2, pp_string(w, str, len));
+	else
+		pb_uint(&w->sub, 3, (uint64_t)num);
+	pb_message(&w->msg, 3, &w->sub);
+}
+
+static void pp_value_type(struct pprof *w, unsigned int field, const char *type, const char *unit)
+{
+	uint64_t t = pp_string(w, type, strlen(type)), u = pp_string(w, unit, strlen(unit));
+
+	pb_uint(&w->sub, 1, t);
+	pb_uint(&w->sub, 2, u);
+	pb_message(&w->out, field, &w->sub);
+}
+
+static void pp_sample(struct pprof *w, const struct entry *e, uint64_t period_ns)
+{
+	uint64_t ids[OTEL_SAMPLE_MAX_FRAMES];
+	char hex[33];
+
+	for (uint32_t i = 0; i < e->nips && i < OTEL_SAMPLE_MAX_FRAMES; i++)
+		ids[i] = pp_location(w, e->pid, e->ips[i], i == 0);
+	/* Sample: location_id 1 (packed, leaf first), value 2 (packed),
+	 * label 3. */
+	for (uint32_t i = 0; i < e->nips && i < OTEL_SAMPLE_MAX_FRAMES; i++)
+		pb_varint(&w->packed, ids[i]);
+	if (w->packed.n != 0)
+		pb_message(&w->msg, 1, &w->packed);
+	pb_varint(&w->packed, e->count);
+	pb_varint(&w->packed, e->count * period_ns);
+	pb_message(&w->msg, 2, &w->packed);
+	pp_label(w, "pid", NULL, 0, e->pid);
+	if (e->kind == PROFILE_CONTEXT) {
+		for (size_t i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", e->trace_id[i]);
+		pp_label(w, "trace_id", hex, 32, 0);
+		for (size_t i = 0; i < 8; i++)
+			snprintf(hex + 2 * i, 3, "%02x", e->span_id[i]);
+		pp_label(w, "span_id", hex, 16, 0);
+		for (size_t i = 0; i < e->attrs_len;) {
+			size_t l = e->attrs[i], vl = e->attrs[i + 1 + l] | e->attrs[i + 2 + l] << 8;
+			char key[256];
+
+			memcpy(key, e->attrs + i + 1, l);
+			key[l] = '\0';
+			pp_label(w, key, (const char *)e->attrs + i + 3 + l, vl, 0);
+			i += 3 + l + vl;
+		}
+	} else {
+		const char *why = e->kind == PROFILE_BROKEN ? "unreadable" : "none";
+
+		pp_label(w, "thread_context", why, strlen(why), 0);
+	}
+	pb_message(&w->out, 2, &w->msg);
+}
+
+#ifdef OTEL_SAMPLE_ZLIB
+static int write_gzip(FILE *f, const uint8_t *data, size_t n)
+{
+	z_stream z;
+	uint8_t buf[65536];
+	int rc;
+
+	memset(&z, 0, sizeof(z));
+	/* 15 + 16: a gzip header and trailer around the deflate stream. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		errno = ENOMEM;
+		return -1;
+	}
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)n;
+	do {
+		z.next_out = buf;
+		z.avail_out = sizeof(buf);
+		rc = deflate(&z, Z_FINISH);
+		fwrite(buf, 1, sizeof(buf) - z.avail_out, f);
+	} while (rc == Z_OK || (rc == Z_BUF_ERROR && z.avail_out == 0));
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		errno = EIO;
+		return -1;
+	}
+	return ferror(f) ? -1 : 0;
+}
+#endif
+
+int profile_write_pprof(const struct profile *p, FILE *f, int gzip, uint64_t period_ns,
+			uint64_t time_ns, uint64_t duration_ns, profile_symbolize_fn sym,
+			void *arg)
+{
+	struct pprof w;
+	int rc = 0;
+
+#ifndef OTEL_SAMPLE_ZLIB
+	if (gzip) {
+		errno = ENOTSUP;
+		return -1;
+	}
+#endif
+	memset(&w, 0, sizeof(w));
+	w.sym = sym;
+	w.sym_arg = arg;
+	pp_string(&w, "", 0); /* string 0 is "" */
+	/* sample_type 1: samples/count, cpu/nanoseconds; period_type 11. */
+	pp_value_type(&w, 1, "samples", "count");
+	pp_value_type(&w, 1, "cpu", "nanoseconds");
+	pp_value_type(&w, 11, "cpu", "nanoseconds");
+	pb_uint(&w.out, 12, period_ns);
+	pb_uint(&w.out, 9, time_ns);
+	pb_uint(&w.out, 10, duration_ns);
+	pb_uint(&w.out, 14, pp_string(&w, "cpu", 3));
+	for (size_t i = 0; i < p->nentries; i++)
+		pp_sample(&w, &p->entries[i], period_ns);
+	if (w.out.oom || w.msg.oom || w.sub.oom || w.packed.oom) {
+		errno = ENOMEM;
+		rc = -1;
+	} else if (gzip) {
+#ifdef OTEL_SAMPLE_ZLIB
+		rc = write_gzip(f, w.out.b, w.out.n);
+#endif
+	} else {
+		fwrite(w.out.b, 1, w.out.n, f);
+		rc = ferror(f) ? -1 : 0;
+	}
+	free(w.out.b);
+	free(w.msg.b);
+	free(w.sub.b);
+	free(w.packed.b);
+	map_free(&w.strings);
+	map_free(&w.functions);
+	map_free(&w.locations);
+	return rc;
+}

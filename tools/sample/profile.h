@@ -18,6 +18,8 @@
 #include <otel_thread_ctx_inspect_bpf.h>
 #include <otel_thread_ctx_inspect.h>
 
+#include "sample_stack.h"
+
 /* Keys a profile groups by, at most. */
 #define PROFILE_MAX_KEYS 8
 
