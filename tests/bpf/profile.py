@@ -11,6 +11,11 @@ One run of the tool (about 2.5 s at up to 999 Hz) checks:
 - the shares by http.route and by trace_id, within a tolerance of 5
   percentage points or 4 standard errors of a share (sqrt(p(1-p)/n)),
   whichever is larger; the no-context group; the JSON and --top;
+- --stacks: every sample has a user stack (the workload keeps frame
+  pointers), none empty or cut; the leaf function of at least 80 % of a
+  route's samples is that route's loop (burn_users ...; the rest are the
+  loops' looks at the clock), and the loop's caller, burner, is in at
+  least 90 % of the stacks;
 - the pprof file, decoded by `protoc --decode` with the schema of
   profile.proto written below: sample types, period, every sample's labels
   (pid, trace_id, span_id, http.route; thread_context for no context), the
@@ -143,6 +148,23 @@ def pprof_samples(prof):
     return out
 
 
+def check_leaves(samples):
+    """samples: [(count, route or None, [frame names, leaf first])]."""
+    total, leaf_ok, burner = {}, {}, 0
+    for c, route, frames in samples:
+        total[route] = total.get(route, 0) + c
+        if frames and frames[0] == LOOPS[route]:
+            leaf_ok[route] = leaf_ok.get(route, 0) + c
+        if "burner" in frames:
+            burner += c
+    for route, loop in LOOPS.items():
+        t = total.get(route, 0)
+        check(t > 0 and leaf_ok.get(route, 0) / t >= 0.8,
+              f"leaf {loop} in {leaf_ok.get(route, 0)} of the {t} samples of {route}")
+    n = sum(total.values())
+    check(burner >= 0.9 * n, f"burner in {burner} of {n} stacks")
+
+
 def check_pprof(prof, n, hz, want_stacks=False):
     if prof is None:
         return
@@ -158,7 +180,11 @@ def check_pprof(prof, n, hz, want_stacks=False):
     total = sum(c for c, _, _, _ in samples)
     check(total == n, f"pprof counts {total} samples, the run {n}")
     by_route = {}
-    for c, ns, labels, _ in samples:
+    functions = {f["id"][0]: st[f["name"][0]] for f in prof.get("function", [])}
+    locations = {l["id"][0]: functions.get(l["line"][0]["function_id"][0]) for l in prof.get("location", [])}
+    stacks = []
+    for c, ns, labels, locs in samples:
+        stacks.append((c, labels.get("http.route"), [locations.get(x) for x in locs]))
         check(ns == c * period, "cpu = samples * period")
         if "trace_id" in labels:
             check(set(labels) == {"pid", "trace_id", "span_id", "http.route"},
@@ -176,6 +202,11 @@ def check_pprof(prof, n, hz, want_stacks=False):
         got = by_route.get(route, 0) / max(total, 1)
         check(abs(got - share) <= tolerance(share, total),
               f"pprof: {route}: {got:.3f}, expected {share:.3f}")
+    if want_stacks:
+        check(all(None not in f and f for _, _, f in stacks), "pprof: every sample has frames")
+        check_leaves(stacks)
+    else:
+        check(all(not f for _, _, f in stacks), "pprof: no frames without --stacks")
 
 
 def check(cond, what):
@@ -216,7 +247,7 @@ def main():
 
         pb = os.path.join(tmp, "cpu.pb")
         r = run(["--json", "--duration", "2.5", "--frequency", str(hz),
-                 "--by", "http.route", "--top", "0", "--pprof", pb, pid])
+                 "--by", "http.route", "--top", "0", "--stacks", "--pprof", pb, pid])
         check(r.returncode == 0, f"--by http.route exit {r.returncode}: {r.stderr}")
         objs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
         summary = [o for o in objs if o["type"] == "summary"][0]
@@ -257,7 +288,10 @@ def main():
                       f"{route}: {s:.3f} of the samples in requests")
         check(set(by_route) <= set(ROUTES) | {"no-context"}, f"no other group: {sorted(by_route, key=str)}")
 
-        check_pprof(decode_pprof(pb, tmp), n, hz)
+        st = [o for o in objs if o["type"] == "stacks"]
+        check(len(st) == 1 and st[0] == {"type": "stacks", "samples": n, "empty": 0, "cut": 0},
+              f"--stacks: every sample has a stack, none empty or cut: {st}")
+        check_pprof(decode_pprof(pb, tmp), n, hz, want_stacks=True)
 
         # The table, by trace_id and http.route, with --top 2: the two
         # largest groups and the rest as one line; the pprof file compressed.

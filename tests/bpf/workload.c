@@ -41,13 +41,13 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Arithmetic the compiler keeps, in chunks of about 20 us between looks at
+/* Arithmetic the compiler keeps, in chunks of about 100 us between looks at
  * the clock, so that nearly every sample lands in the loop itself. */
 #define BURN_BODY(until)                                                        \
 	do {                                                                    \
 		uint64_t x = sink;                                              \
 		do {                                                            \
-			for (int i = 0; i < 20000; i++) {                       \
+			for (int i = 0; i < 100000; i++) {                      \
 				x = x * 6364136223846793005u + 1442695040888963407u; \
 				__asm__ volatile("" : "+r"(x));                 \
 			}                                                       \

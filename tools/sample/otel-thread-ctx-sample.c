@@ -26,6 +26,7 @@
 #include "sampler.h"
 #include "print.h"
 #include "profile.h"
+#include "symbolize.h"
 
 enum exit_code {
 	EXIT_OK = 0,
@@ -155,17 +156,17 @@ struct run {
 	/* Files written at the end. */
 	const char *pprof, *folded, *flamegraph;
 	double wall_started;
+	/* --stacks: the names of their addresses. */
+	struct symbolizer *sym;
 };
 
-/* Frame names (--stacks): none yet. */
 static void symbolize(void *arg, uint32_t pid, uint64_t ip, int leaf, char *name, size_t len)
 {
-	(void)arg;
-	(void)pid;
-	(void)ip;
-	(void)leaf;
-	(void)len;
+	struct run *r = arg;
+
 	name[0] = '\0';
+	if (r->sym != NULL)
+		symbolizer_name(r->sym, (pid_t)pid, ip, leaf, name, len);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -227,7 +228,19 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 
 		if (p == NULL || (uint32_t)p->pid != ev->pid)
 			p = r->last_proc = otel_sampler_find(r->s, (pid_t)ev->pid);
-		if (profile_add(r->profile, p != NULL ? p->insp : NULL, ev, NULL) != 0)
+		const struct otel_sampler_stack *st = otel_sampler_stack(r->s);
+		struct profile_stack ps;
+
+		if (st != NULL) {
+			ps.ips = st->ips;
+			ps.n = st->n;
+			ps.cut = st->n == OTEL_SAMPLE_MAX_FRAMES;
+			/* The mappings, while the process lives; read again
+			 * before the names are written. */
+			if (r->sym != NULL && !symbolizer_has(r->sym, (pid_t)ev->pid))
+				symbolizer_load(r->sym, (pid_t)ev->pid);
+		}
+		if (profile_add(r->profile, p != NULL ? p->insp : NULL, ev, st != NULL ? &ps : NULL) != 0)
 			table.oom = 1;
 	}
 	t->samples++;
@@ -378,6 +391,13 @@ static int report(struct run *r)
 			tool_modules_json(info);
 			printf("}\n");
 		}
+		if (r->sym != NULL) {
+			uint64_t with, empty, cut;
+
+			profile_stack_counts(r->profile, &with, &empty, &cut);
+			printf("{\"type\":\"stacks\",\"samples\":%" PRIu64 ",\"empty\":%" PRIu64
+			       ",\"cut\":%" PRIu64 "}\n", with, empty, cut);
+		}
 		if (r->profile != NULL)
 			profile_print_groups(r->profile, r->top, 1);
 		for (size_t i = 0; i < n && r->profile == NULL; i++) {
@@ -431,6 +451,14 @@ static int report(struct run *r)
 				printf(", no process context\n");
 			tool_modules_table(info);
 		}
+		if (r->sym != NULL) {
+			uint64_t with, empty, cut;
+
+			profile_stack_counts(r->profile, &with, &empty, &cut);
+			printf("user stacks: %" PRIu64 " samples, %" PRIu64 " empty, %" PRIu64
+			       " cut at %d frames (frame pointers: code built without them "
+			       "gives short stacks)\n", with, empty, cut, OTEL_SAMPLE_MAX_FRAMES);
+		}
 		if (r->profile != NULL) {
 			profile_print_groups(r->profile, r->top, 0);
 			n = 0; /* no thread table */
@@ -475,7 +503,8 @@ static void usage(FILE *f)
 		"usage: otel-thread-ctx-sample [--json] [--frequency HZ] [--duration SECONDS]\n"
 		"                              [--interval SECONDS] [--event cpu-clock|cycles]\n"
 		"                              [--by KEY[,KEY...]]... [--top N]\n"
-		"                              [--pprof FILE] [--folded FILE] [--flamegraph FILE.svg]\n"
+		"                              [--stacks] [--pprof FILE] [--folded FILE]\n"
+		"                              [--flamegraph FILE.svg]\n"
 		"                              [--verbose] PID | --all\n"
 		"Samples the OpenTelemetry thread context of the threads of process PID (or\n"
 		"of every process that publishes one) with an eBPF program, HZ times a\n"
@@ -486,7 +515,8 @@ static void usage(FILE *f)
 		"--by groups the samples by context instead: trace_id, span_id or an\n"
 		"attribute key name (several: one group per combination); --top N shows\n"
 		"the N largest groups (default 10, 0: all) and the rest as one line.\n"
-		"--pprof writes a pprof profile (gzip when FILE ends in .gz), the context\n"
+		"--stacks adds each sample's user stack (frame pointers), named from the\n"
+		"process's files; --pprof writes a pprof profile (gzip when FILE ends in .gz), the context\n"
 		"as labels; --folded folded stacks and --flamegraph an SVG flame graph,\n"
 		"the groups as root frames.\n");
 }
@@ -514,13 +544,14 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "by", required_argument, NULL, 'b' },
 		{ "top", required_argument, NULL, 't' },
+		{ "stacks", no_argument, NULL, 'S' },
 		{ "pprof", required_argument, NULL, 'P' },
 		{ "folded", required_argument, NULL, 'f' },
 		{ "flamegraph", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct otel_sampler_options o = { 99, 0, 0, 0 };
+	struct otel_sampler_options o = { 99, 0, 0, 0, 0 };
 	struct run r;
 	double duration = 0, interval = 0, next_refresh, next_report;
 	int c, all = 0, verbose = 0, rc, worst = EXIT_OK, ever_published = 0;
@@ -534,7 +565,7 @@ int main(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.event = "cpu-clock";
 	r.top = 10;
-	while ((c = getopt_long(argc, argv, "jF:d:i:e:avhb:t:P:f:g:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jF:d:i:e:avhb:t:P:f:g:S", opts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -591,6 +622,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "otel-thread-ctx-sample: --by: no key given\n");
 				return EXIT_USAGE;
 			}
+			want_profile = 1;
+			break;
+		case 'S':
+			o.stacks = 1;
 			want_profile = 1;
 			break;
 		case 'P':
@@ -692,7 +727,8 @@ int main(int argc, char **argv)
 		return rc == OTEL_SAMPLER_EPERM ? EXIT_NOT_PERMITTED : EXIT_FAILED;
 	}
 
-	if (want_profile && (r.profile = profile_new(keys, nkeys)) == NULL) {
+	if ((want_profile && (r.profile = profile_new(keys, nkeys)) == NULL) ||
+	    (o.stacks && (r.sym = symbolizer_new()) == NULL)) {
 		fprintf(stderr, "otel-thread-ctx-sample: out of memory\n");
 		otel_sampler_close(r.s);
 		return EXIT_FAILED;
@@ -752,6 +788,16 @@ int main(int argc, char **argv)
 	/* What is still in the ring buffer. */
 	while (otel_sampler_poll(r.s, 0) > 0)
 		;
+	if (r.sym != NULL) {
+		/* Modules loaded since the first sample: the mappings now, of
+		 * the processes still running. */
+		const struct otel_sampler_proc *procs;
+		size_t n = otel_sampler_procs(r.s, &procs);
+
+		for (size_t i = 0; i < n; i++)
+			if (symbolizer_has(r.sym, procs[i].pid))
+				symbolizer_load(r.sym, procs[i].pid);
+	}
 	if (report(&r) && worst == EXIT_OK)
 		worst = EXIT_BAD_RECORD;
 	if (r.profile != NULL && write_files(&r, now_s() - r.started) != 0)
@@ -779,6 +825,7 @@ int main(int argc, char **argv)
 	}
 	otel_sampler_close(r.s);
 	profile_free(r.profile);
+	symbolizer_free(r.sym);
 	free(table.slots);
 	return worst;
 }
