@@ -16,6 +16,12 @@ One run of the tool (about 2.5 s at up to 999 Hz) checks:
   route's samples is that route's loop (burn_users ...; the rest are the
   loops' looks at the clock), and the loop's caller, burner, is in at
   least 90 % of the stacks;
+- --folded: the lines add up to the samples, the group (http.route=...,
+  or "(no context)") is the root frame, the leaves as above;
+- --flamegraph: the SVG parses (xml.etree), its root frame holds every
+  sample, the groups are the frames above it with their counts, each
+  frame's width is its share of the root's (within 0.5 %), children fit
+  in their parent, the loops are frames;
 - the pprof file, decoded by `protoc --decode` with the schema of
   profile.proto written below: sample types, period, every sample's labels
   (pid, trace_id, span_id, http.route; thread_context for no context), the
@@ -35,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 TOOL, WORKLOAD = sys.argv[1:3]
 ROUTES = {"GET /users/{id}": 0.50, "POST /orders": 0.25, "GET /health": 1 / 12}
@@ -165,6 +172,70 @@ def check_leaves(samples):
     check(burner >= 0.9 * n, f"burner in {burner} of {n} stacks")
 
 
+def check_folded(path, n, groups):
+    stacks, counts = [], {}
+    with open(path) as f:
+        for line in f:
+            frames, c = line.rstrip("\n").rsplit(" ", 1)
+            frames = frames.split(";")
+            root = frames[0]
+            if root == "(no context)":
+                route = None
+            else:
+                check(root.startswith("http.route="), f"folded root frame: {root}")
+                route = root[len("http.route="):]
+            counts[route] = counts.get(route, 0) + int(c)
+            stacks.append((int(c), route, frames[1:][::-1]))
+    check(sum(counts.values()) == n, f"folded: {sum(counts.values())} samples, the run {n}")
+    for g in groups:
+        route = g["values"]["http.route"] if g["kind"] == "context" else None
+        check(counts.get(route) == g["samples"], f"folded: {route}: {counts.get(route)} == {g['samples']}")
+    check_leaves(stacks)
+
+
+def check_svg(path, n, groups):
+    ns = "{http://www.w3.org/2000/svg}"
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        check(False, f"the SVG parses: {e}")
+        return
+    check(root.tag == ns + "svg", f"an svg element: {root.tag}")
+    frames = []
+    for g in root.iter(ns + "g"):
+        if g.get("class") != "frame":
+            continue
+        title = g.find(ns + "title").text
+        rect = g.find(ns + "rect")
+        m = re.fullmatch(r"(.*) \((\d+) samples, ([0-9.]+)%\)", title)
+        check(m is not None, f"a frame's title: {title}")
+        if m is None:
+            continue
+        frames.append({"name": m.group(1), "count": int(m.group(2)), "x": float(rect.get("x")),
+                       "y": float(rect.get("y")), "w": float(rect.get("width"))})
+    check(len(frames) > 0 and frames[0]["name"] == "all", "the first frame is all")
+    if not frames:
+        return
+    top = frames[0]
+    check(top["count"] == n, f"all: {top['count']} samples, the run {n}")
+    height = sorted({f["y"] for f in frames}, reverse=True)
+    level = {y: i for i, y in enumerate(height)}
+    check(level[top["y"]] == 0, "all is at the bottom")
+    above = {f["name"]: f for f in frames if level[f["y"]] == 1}
+    for g in groups:
+        name = 'http.route=' + g["values"]["http.route"] if g["kind"] == "context" else "(no context)"
+        check(name in above and above[name]["count"] == g["samples"],
+              f"svg: group {name} above all with {g['samples']} samples: {above.get(name)}")
+    for f in frames:
+        check(abs(f["w"] / top["w"] - f["count"] / top["count"]) < 0.005,
+              f"svg: width of {f['name']} is its share")
+        inside = [p for p in frames if level[p["y"]] == level[f["y"]] - 1 and
+                  p["x"] - 0.01 <= f["x"] and f["x"] + f["w"] <= p["x"] + p["w"] + 0.01]
+        check(f is top or len(inside) >= 1, f"svg: {f['name']} stands on a parent")
+    names = {f["name"] for f in frames}
+    check(set(LOOPS.values()) <= names, f"svg: the loops are frames: {sorted(names)}")
+
+
 def check_pprof(prof, n, hz, want_stacks=False):
     if prof is None:
         return
@@ -247,7 +318,9 @@ def main():
 
         pb = os.path.join(tmp, "cpu.pb")
         r = run(["--json", "--duration", "2.5", "--frequency", str(hz),
-                 "--by", "http.route", "--top", "0", "--stacks", "--pprof", pb, pid])
+                 "--by", "http.route", "--top", "0", "--stacks", "--pprof", pb,
+                 "--folded", os.path.join(tmp, "cpu.folded"),
+                 "--flamegraph", os.path.join(tmp, "cpu.svg"), pid])
         check(r.returncode == 0, f"--by http.route exit {r.returncode}: {r.stderr}")
         objs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
         summary = [o for o in objs if o["type"] == "summary"][0]
@@ -292,6 +365,8 @@ def main():
         check(len(st) == 1 and st[0] == {"type": "stacks", "samples": n, "empty": 0, "cut": 0},
               f"--stacks: every sample has a stack, none empty or cut: {st}")
         check_pprof(decode_pprof(pb, tmp), n, hz, want_stacks=True)
+        check_folded(os.path.join(tmp, "cpu.folded"), n, groups)
+        check_svg(os.path.join(tmp, "cpu.svg"), n, groups)
 
         # The table, by trace_id and http.route, with --top 2: the two
         # largest groups and the rest as one line; the pprof file compressed.
