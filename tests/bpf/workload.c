@@ -18,11 +18,18 @@
  * the thread detaches.  Built with -fno-omit-frame-pointer: the sampler's
  * stacks unwind by frame pointers.  The main thread prints "ready PID" and
  * waits for its standard input to close, then ends.
+ *
+ *   workload --chunks N   fixed work instead, for the sampler's cost
+ *                         (tools/sample/cost.py): after "ready PID", waits
+ *                         for a line, then the main thread burns N chunks of
+ *                         the users loop in a span, prints "cpu_ns NS" (its
+ *                         CPU time, user and system) and ends.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,7 +105,26 @@ static void *burner(void *arg)
 	return NULL;
 }
 
-int main(void)
+/* One chunk of the users loop: it ends at once, after its first chunk. */
+static void fixed_work(unsigned int key, long chunks)
+{
+	uint8_t trace[16], span[8];
+	struct otel_thread_ctx_attr a = { key, (unsigned int)strlen(routes[0]),
+					  (const uint8_t *)routes[0] };
+	uint64_t start = thread_cpu_ns();
+
+	memset(trace, 0x11, sizeof(trace));
+	memset(span, 0x22, sizeof(span));
+	for (long i = 0; i < chunks; i++) {
+		span[0] = (uint8_t)i;
+		otel_thread_ctx_update_all(trace, span, 1, &a, 1);
+		burn_users(0);
+	}
+	otel_thread_ctx_detach(NULL);
+	printf("cpu_ns %llu\n", (unsigned long long)(thread_cpu_ns() - start));
+}
+
+int main(int argc, char **argv)
 {
 	struct otel_thread_ctx_process_attr resource[] = {
 		{ "service.name", OTEL_THREAD_CTX_PROCESS_STRING, "workload", 0, 0, 0.0, 0 },
@@ -112,6 +138,14 @@ int main(void)
 	    otel_thread_ctx_process_publish(resource, 1) != 0) {
 		fprintf(stderr, "workload: cannot publish the process context\n");
 		return 1;
+	}
+	if (argc == 3 && strcmp(argv[1], "--chunks") == 0) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		if (fgets(buf, sizeof(buf), stdin) == NULL)
+			return 1;
+		fixed_work(key, atol(argv[2]));
+		return 0;
 	}
 	if (pthread_create(&t, NULL, burner, &key) != 0)
 		return 1;
