@@ -82,7 +82,7 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n)
 {
 	const uint8_t *b = data;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && b != NULL; i++)
 		h = (h ^ b[i]) * UINT64_C(0x100000001b3);
 	return h;
 }
@@ -101,12 +101,18 @@ static uint64_t entry_hash(const struct entry *e)
 	return fnv(h, e->ips, e->nips * sizeof(uint64_t));
 }
 
+/* memcmp() of n bytes, where either may be NULL when n is 0. */
+static int same(const void *a, const void *b, size_t n)
+{
+	return n == 0 || memcmp(a, b, n) == 0;
+}
+
 static int entry_equal(const struct entry *a, const struct entry *b)
 {
 	return a->hash == b->hash && a->pid == b->pid && a->kind == b->kind &&
 	       memcmp(a->trace_id, b->trace_id, 16) == 0 && memcmp(a->span_id, b->span_id, 8) == 0 &&
-	       a->attrs_len == b->attrs_len && memcmp(a->attrs, b->attrs, a->attrs_len) == 0 &&
-	       a->nips == b->nips && memcmp(a->ips, b->ips, a->nips * sizeof(uint64_t)) == 0;
+	       a->attrs_len == b->attrs_len && same(a->attrs, b->attrs, a->attrs_len) &&
+	       a->nips == b->nips && same(a->ips, b->ips, a->nips * sizeof(uint64_t));
 }
 
 static int grow_index(struct profile *p)
@@ -148,7 +154,8 @@ static size_t encode_attrs(const otel_thread_ctx_inspector *insp,
 		if (n + 1 + nl + 2 + a.len > cap)
 			break;
 		out[n++] = (uint8_t)nl;
-		memcpy(out + n, name, nl);
+		if (nl != 0)
+			memcpy(out + n, name, nl);
 		n += nl;
 		out[n++] = (uint8_t)(a.len & 0xff);
 		out[n++] = (uint8_t)(a.len >> 8);
@@ -219,7 +226,8 @@ int profile_add(struct profile *p, const otel_thread_ctx_inspector *insp,
 		free(e.attrs);
 		return -1;
 	}
-	memcpy(e.attrs, attrs, e.attrs_len);
+	if (e.attrs_len != 0)
+		memcpy(e.attrs, attrs, e.attrs_len);
 	if (e.nips != 0)
 		memcpy(e.ips, stack->ips, e.nips * sizeof(uint64_t));
 	e.count = 1;
