@@ -27,7 +27,8 @@ One run of the tool (about 2.5 s at up to 999 Hz) checks:
   (pid, trace_id, span_id, http.route; thread_context for no context), the
   counts adding up to the run's samples and the same shares by label;
 and a short run checks the table form, --by trace_id,http.route with --top
-and a gzip pprof file.
+and a gzip pprof file; then a file that cannot be written (exit 7) and usage
+errors (exit 2).
 
 usage: profile.py TOOL WORKLOAD
 Exits 77 when BPF is refused here.
@@ -393,6 +394,11 @@ def main():
         with open(pbz, "rb") as f:
             check(f.read(2) == b"\x1f\x8b", "FILE.gz is gzip")
         check_pprof(decode_pprof(pbz, tmp), n2, hz)
+
+        # A file that cannot be written: exit 7, saying which.
+        bad = os.path.join(tmp, "no-such-dir", "cpu.folded")
+        r = run(["--duration", "0.2", "--by", "http.route", "--folded", bad, pid])
+        check(r.returncode == 7 and bad in r.stderr, f"unwritable --folded: {r.returncode} {r.stderr!r}")
 
         # Usage errors.
         for bad in (["--by", ",", pid], ["--top", "-1", "--by", "span_id", pid],
