@@ -7,7 +7,8 @@ per cycle, so of the process's samples:
 
     GET /users/{id} 50 %, POST /orders 25 %, GET /health 8.3 %, no context 16.7 %
 
-One run of the tool (about 2.5 s at up to 999 Hz) checks:
+One run of the tool (at up to 999 Hz, until 1,500 samples or 8 s: about 2 s
+where the workload gets a CPU; the workload at nice -10 where it may) checks:
 - the shares by http.route and by trace_id, within a tolerance of 5
   percentage points or 4 standard errors of a share (sqrt(p(1-p)/n)),
   whichever is larger; the no-context group; the JSON and --top;
@@ -39,9 +40,11 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 
 TOOL, WORKLOAD = sys.argv[1:3]
@@ -308,9 +311,44 @@ def run(args, timeout=60):
     return r
 
 
+def run_until(args, want, longest):
+    """Runs the tool with --json --interval 0.5 until a report counts `want`
+    samples or `longest` seconds passed, then stops it with SIGINT; returns
+    (exit code, the lines of its last report, stderr)."""
+    p = subprocess.Popen([TOOL, "--json", "--interval", "0.5"] + args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    start = time.monotonic()
+    lines = []
+    stopped = False
+    for line in p.stdout:
+        lines.append(line)
+        o = json.loads(line)
+        if not stopped and o["type"] == "summary" and \
+                (o["samples"] >= want or time.monotonic() - start > longest):
+            p.send_signal(signal.SIGINT)
+            stopped = True
+    err = p.stderr.read()
+    p.wait()
+    if p.returncode == 4:
+        print("skip:", err.strip())
+        raise SystemExit(77)
+    last = max((i for i, x in enumerate(lines) if '"type":"summary"' in x), default=0)
+    return p.returncode, lines[last:], err
+
+
+def raise_priority():
+    """The workload runs at nice -10 where it may (root): on a machine busy
+    with other jobs it still gets most of a CPU, and the run its samples."""
+    try:
+        os.nice(-10)
+    except OSError:
+        pass
+
+
 def main():
     hz = frequency()
-    w = subprocess.Popen([WORKLOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    w = subprocess.Popen([WORKLOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=raise_priority)
     tmp = tempfile.mkdtemp(prefix="otel-profile-")
     try:
         line = w.stdout.readline().split()
@@ -318,12 +356,13 @@ def main():
         pid = str(w.pid)
 
         pb = os.path.join(tmp, "cpu.pb")
-        r = run(["--json", "--duration", "2.5", "--frequency", str(hz),
-                 "--by", "http.route", "--top", "0", "--stacks", "--pprof", pb,
-                 "--folded", os.path.join(tmp, "cpu.folded"),
-                 "--flamegraph", os.path.join(tmp, "cpu.svg"), pid])
-        check(r.returncode == 0, f"--by http.route exit {r.returncode}: {r.stderr}")
-        objs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+        rc, out, err = run_until(["--frequency", str(hz),
+                                  "--by", "http.route", "--top", "0", "--stacks", "--pprof", pb,
+                                  "--folded", os.path.join(tmp, "cpu.folded"),
+                                  "--flamegraph", os.path.join(tmp, "cpu.svg"), pid],
+                                 1500, 8)
+        check(rc == 0, f"--by http.route exit {rc}: {err}")
+        objs = [json.loads(x) for x in out if x.strip()]
         summary = [o for o in objs if o["type"] == "summary"][0]
         groups = [o for o in objs if o["type"] == "group"]
         n = summary["samples"]
