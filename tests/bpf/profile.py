@@ -8,13 +8,14 @@ per cycle, so of the process's samples:
     GET /users/{id} 50 %, POST /orders 25 %, GET /health 8.3 %, no context 16.7 %
 
 One run of the tool (at up to 999 Hz, until 1,500 samples or 8 s: about 2 s
-where the workload gets a CPU; the workload at nice -10 where it may) checks:
+where the workload gets a CPU; the workload at nice -10 where it may; fewer
+than 100 samples in 8 s: skip, the machine is too busy) checks:
 - the shares by http.route and by trace_id, within a tolerance of 5
   percentage points or 4 standard errors of a share (sqrt(p(1-p)/n)),
   whichever is larger; the no-context group; the JSON and --top;
 - --stacks: every sample has a user stack (the workload keeps frame
   pointers), none empty or cut; the leaf function of at least 80 % of a
-  route's samples is that route's loop (burn_users ...; the rest are the
+  route's samples (less 3 standard errors) is that route's loop (burn_users ...; the rest are the
   loops' looks at the clock), and the loop's caller, burner, is in at
   least 90 % of the stacks;
 - --folded: the lines add up to the samples, the group (http.route=...,
@@ -170,8 +171,11 @@ def check_leaves(samples):
             burner += c
     for route, loop in LOOPS.items():
         t = total.get(route, 0)
-        check(t > 0 and leaf_ok.get(route, 0) / t >= 0.8,
-              f"leaf {loop} in {leaf_ok.get(route, 0)} of the {t} samples of {route}")
+        # 80 %, less 3 standard errors for a route with few samples.
+        floor = 0.8 - 3 * math.sqrt(0.16 / max(t, 1))
+        check(t > 0 and leaf_ok.get(route, 0) / t >= floor,
+              f"leaf {loop} in {leaf_ok.get(route, 0)} of the {t} samples of {route} "
+              f"(at least {floor:.2f})")
     n = sum(total.values())
     check(burner >= 0.9 * n, f"burner in {burner} of {n} stacks")
 
@@ -369,7 +373,10 @@ def main():
         print(f"{n} samples at {hz} Hz; groups: " +
               ", ".join(f"{g['values'] and g['values']['http.route']}: {g['share']:.3f}"
                         for g in groups))
-        check(n >= 200, f"at least 200 samples ({n})")
+        if n < 100:
+            print(f"skip: the workload was sampled only {n} times in 8 s: the machine is too "
+                  "busy to check shares")
+            raise SystemExit(77)
         check(sum(g["samples"] for g in groups) == n, "the groups add up to the samples")
         check(not any(o["type"] == "thread" for o in objs), "no thread lines with --by")
         check([g["rank"] for g in groups] == list(range(1, len(groups) + 1)), "ranks 1..n")
