@@ -21,7 +21,6 @@ import pwd
 import shutil
 import subprocess
 import sys
-import time
 
 TOOL, SHARED, DLOPEN, LIB = sys.argv[1:5]
 DYNAMIC_TLS = {"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=0"}
@@ -187,10 +186,14 @@ def main():
     tool = subprocess.Popen([TOOL, "--json", "--frequency", "4000", "--duration", "2.5",
                              str(t.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    time.sleep(1)
+    # Its first message, that it waits, before the library is loaded (a
+    # fixed second was not always enough for the tool to start when other
+    # jobs took the CPUs); "" if it ends without one.
+    first = tool.stderr.readline()
     t.send("load")
     t.ready()
     out, err = tool.communicate(timeout=60)
+    err = first + err
     check(tool.returncode == 0, f"late: exit {tool.returncode}: {err}")
     check("publishes no thread context yet" in err, f"late: the tool says it waits: {err}")
     objs = [json.loads(line) for line in out.splitlines()]
