@@ -349,6 +349,37 @@ MUTANTS = [
            "\t\t->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
            ["fast-path-checks-static"], "update_span_id checks the ids of the draft "
            "(the record published before), not of the record published"),
+    # The sampler's profile (tools/sample/): the known-answer workload
+    # (bpf-profile) catches groups, files and names that are wrong.
+    Mutant("profile-merge", "sampler profile", "tools/sample/profile.c",
+           "\t\t\tg[m - 1].count += g[i].count;\n", "",
+           ["bpf-profile"], "the entries of one group (one per span and stack) are not "
+           "added up: a group counts only its first entry's samples"),
+    Mutant("profile-no-context", "sampler profile", "tools/sample/profile.c",
+           "\tdefault:\n\t\te.kind = PROFILE_NO_CONTEXT;\n",
+           "\tdefault:\n\t\te.kind = PROFILE_CONTEXT;\n",
+           ["bpf-profile"], "samples without a record join the groups with a context "
+           "(of an all-zero trace and no attributes)"),
+    Mutant("pprof-cpu-value", "sampler profile", "tools/sample/profile.c",
+           "\tpb_varint(&w->packed, e->count * period_ns);\n",
+           "\tpb_varint(&w->packed, e->count * (period_ns / 2));\n",
+           ["bpf-profile"], "the pprof cpu/nanoseconds value is half a period per sample"),
+    Mutant("pprof-span-label", "sampler profile", "tools/sample/profile.c",
+           "\t\tpp_label(w, \"span_id\", hex, 16, 0);\n", "",
+           ["bpf-profile"], "pprof samples lose their span_id label"),
+    Mutant("folded-root", "sampler profile", "tools/sample/profile.c",
+           "\tfor (size_t k = 0; k < p->nkeys && e->kind == PROFILE_CONTEXT; k++) {\n",
+           "\tfor (size_t k = 0; k < p->nkeys && 0 && e->kind == PROFILE_CONTEXT; k++) {\n",
+           ["bpf-profile"], "folded stacks and the flame graph lose the groups as root frames"),
+    Mutant("symbolize-dynsym", "sampler profile", "tools/sample/symbolize.c",
+           "\ttable = otel__elf_sym_count(fl->elf, OTEL__ELF_SYMTAB) > 1 ? OTEL__ELF_SYMTAB :\n",
+           "\ttable = otel__elf_sym_count(fl->elf, OTEL__ELF_SYMTAB) > 1 ? OTEL__ELF_DYNSYM :\n",
+           ["bpf-profile"], "stacks are named from .dynsym even when the file has a .symtab: "
+           "an executable's own functions go unnamed"),
+    Mutant("stack-leaf-order", "sampler profile", "tools/sample/profile.c",
+           "\tfor (uint32_t i = e->nips; i-- > 0;) {\n",
+           "\tfor (uint32_t i = 0; i < e->nips; i++) {\n",
+           ["bpf-profile"], "folded stacks start at the leaf instead of the outermost frame"),
 ]
 
 CONFIGS = {

@@ -198,7 +198,7 @@ static int parse_records(const char *line)
 
 int main(int argc, char **argv)
 {
-	struct otel_sampler_options o = { 0, 0, 16u << 20, 16 };
+	struct otel_sampler_options o = { 0, 0, 16u << 20, 16, 0 };
 	const char *expect = NULL;
 	struct otel_sampler *s = NULL;
 	const struct otel_sampler_proc *p;

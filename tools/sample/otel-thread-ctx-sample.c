@@ -25,6 +25,8 @@
 
 #include "sampler.h"
 #include "print.h"
+#include "profile.h"
+#include "symbolize.h"
 
 enum exit_code {
 	EXIT_OK = 0,
@@ -140,14 +142,107 @@ static struct thread *thread_for(uint32_t pid, uint32_t tid)
 	return &table.slots[i];
 }
 
+struct run {
+	struct otel_sampler *s;
+	int json;
+	unsigned int frequency;
+	const char *event;
+	double started;
+	/* --by, --top ...: the samples by context. */
+	struct profile *profile;
+	unsigned int top;
+	/* The process of the last sample, to name its attribute keys. */
+	const struct otel_sampler_proc *last_proc;
+	/* Files written at the end. */
+	const char *pprof, *folded, *flamegraph;
+	double wall_started;
+	/* --stacks: the names of their addresses. */
+	struct symbolizer *sym;
+};
+
+static void symbolize(void *arg, uint32_t pid, uint64_t ip, int leaf, char *name, size_t len)
+{
+	struct run *r = arg;
+
+	name[0] = '\0';
+	if (r->sym != NULL)
+		symbolizer_name(r->sym, (pid_t)pid, ip, leaf, name, len);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Writes the files asked for; returns 0, or -1 after saying why. */
+static int write_files(struct run *r, double elapsed)
+{
+	const char *paths[3] = { r->pprof, r->folded, r->flamegraph };
+	int rc = 0;
+
+	for (int i = 0; i < 3; i++) {
+		FILE *f;
+		int w;
+
+		if (paths[i] == NULL)
+			continue;
+		f = fopen(paths[i], "we");
+		if (f == NULL) {
+			fprintf(stderr, "otel-thread-ctx-sample: %s: %s\n", paths[i], strerror(errno));
+			rc = -1;
+			continue;
+		}
+		if (i == 0)
+			w = profile_write_pprof(r->profile, f, ends_with(paths[i], ".gz"),
+						(uint64_t)(1e9 / r->frequency),
+						(uint64_t)(r->wall_started * 1e9), (uint64_t)(elapsed * 1e9),
+						symbolize, r);
+		else if (i == 1)
+			w = profile_write_folded(r->profile, f, symbolize, r);
+		else
+			w = profile_write_svg(r->profile, f, "CPU by thread context", symbolize, r);
+		if (w != 0 || fclose(f) != 0) {
+			fprintf(stderr, "otel-thread-ctx-sample: writing %s: %s\n", paths[i],
+				errno == ENOTSUP ? "gzip needs zlib, and the tool was built without it"
+						 : strerror(errno));
+			if (w != 0)
+				fclose(f);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
 static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size_t size)
 {
+	struct run *r = arg;
 	struct thread *t = thread_for(ev->pid, ev->tid);
 
-	(void)arg;
 	(void)size;
 	if (t == NULL || ev->status >= OTEL_THREAD_CTX_BPF_STATUS_COUNT || ev->tid == 0)
 		return;
+	if (r->profile != NULL) {
+		const struct otel_sampler_proc *p = r->last_proc;
+
+		if (p == NULL || (uint32_t)p->pid != ev->pid)
+			p = r->last_proc = otel_sampler_find(r->s, (pid_t)ev->pid);
+		const struct otel_sampler_stack *st = otel_sampler_stack(r->s);
+		struct profile_stack ps;
+
+		if (st != NULL) {
+			ps.ips = st->ips;
+			ps.n = st->n;
+			ps.cut = st->n == OTEL_SAMPLE_MAX_FRAMES;
+			/* The mappings, while the process lives; read again
+			 * before the names are written. */
+			if (r->sym != NULL && !symbolizer_has(r->sym, (pid_t)ev->pid))
+				symbolizer_load(r->sym, (pid_t)ev->pid);
+		}
+		if (profile_add(r->profile, p != NULL ? p->insp : NULL, ev, st != NULL ? &ps : NULL) != 0)
+			table.oom = 1;
+	}
 	t->samples++;
 	t->by_status[ev->status]++;
 	t->last_status = ev->status;
@@ -243,14 +338,6 @@ static void refresh_key_names(struct otel_sampler *s, struct thread **th, size_t
 	}
 }
 
-struct run {
-	struct otel_sampler *s;
-	int json;
-	unsigned int frequency;
-	const char *event;
-	double started;
-};
-
 /* Prints the report; returns 1 if some sample found a record that breaks
  * the format. */
 static int report(struct run *r)
@@ -271,6 +358,7 @@ static int report(struct run *r)
 			th[n++] = &table.slots[i];
 	qsort(th, n, sizeof(*th), cmp_thread);
 	refresh_key_names(r->s, th, n);
+	r->last_proc = NULL;
 	nprocs = otel_sampler_procs(r->s, &procs);
 	otel_sampler_counters(r->s, counters);
 	for (size_t i = 0; i < n; i++) {
@@ -303,7 +391,16 @@ static int report(struct run *r)
 			tool_modules_json(info);
 			printf("}\n");
 		}
-		for (size_t i = 0; i < n; i++) {
+		if (r->sym != NULL) {
+			uint64_t with, empty, cut;
+
+			profile_stack_counts(r->profile, &with, &empty, &cut);
+			printf("{\"type\":\"stacks\",\"samples\":%" PRIu64 ",\"empty\":%" PRIu64
+			       ",\"cut\":%" PRIu64 "}\n", with, empty, cut);
+		}
+		if (r->profile != NULL)
+			profile_print_groups(r->profile, r->top, 1);
+		for (size_t i = 0; i < n && r->profile == NULL; i++) {
 			const struct thread *t = th[i];
 			const struct otel_sampler_proc *p = otel_sampler_find(r->s, (pid_t)t->pid);
 
@@ -354,9 +451,22 @@ static int report(struct run *r)
 				printf(", no process context\n");
 			tool_modules_table(info);
 		}
-		printf("%-8s %-8s %-16s %8s %8s %8s %7s %9s %10s %-32s %-16s %-2s %s\n", "PID", "TID",
+		if (r->sym != NULL) {
+			uint64_t with, empty, cut;
+
+			profile_stack_counts(r->profile, &with, &empty, &cut);
+			printf("user stacks: %" PRIu64 " samples, %" PRIu64 " empty, %" PRIu64
+			       " cut at %d frames (frame pointers: code built without them "
+			       "gives short stacks)\n", with, empty, cut, OTEL_SAMPLE_MAX_FRAMES);
+		}
+		if (r->profile != NULL) {
+			profile_print_groups(r->profile, r->top, 0);
+			n = 0; /* no thread table */
+		} else {
+			printf("%-8s %-8s %-16s %8s %8s %8s %7s %9s %10s %-32s %-16s %-2s %s\n", "PID", "TID",
 		       "NAME", "SAMPLES", "CONTEXT", "NO-CTX", "INVALID", "OVERSIZED", "UNREADABLE",
 		       "TRACE ID", "SPAN ID", "FL", "ATTRIBUTES (last record seen)");
+		}
 		for (size_t i = 0; i < n; i++) {
 			const struct thread *t = th[i];
 			const struct otel_sampler_proc *p = otel_sampler_find(r->s, (pid_t)t->pid);
@@ -392,13 +502,23 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: otel-thread-ctx-sample [--json] [--frequency HZ] [--duration SECONDS]\n"
 		"                              [--interval SECONDS] [--event cpu-clock|cycles]\n"
+		"                              [--by KEY[,KEY...]]... [--top N]\n"
+		"                              [--stacks] [--pprof FILE] [--folded FILE]\n"
+		"                              [--flamegraph FILE.svg]\n"
 		"                              [--verbose] PID | --all\n"
 		"Samples the OpenTelemetry thread context of the threads of process PID (or\n"
 		"of every process that publishes one) with an eBPF program, HZ times a\n"
 		"second on each CPU (default 99), for SECONDS (default: until interrupted,\n"
 		"or until the process exits), and prints per thread what the samples saw.\n"
 		"--interval prints a report every SECONDS too.  Needs root (CAP_BPF and\n"
-		"CAP_PERFMON) and a kernel with BTF.\n");
+		"CAP_PERFMON) and a kernel with BTF.\n"
+		"--by groups the samples by context instead: trace_id, span_id or an\n"
+		"attribute key name (several: one group per combination); --top N shows\n"
+		"the N largest groups (default 10, 0: all) and the rest as one line.\n"
+		"--stacks adds each sample's user stack (frame pointers), named from the\n"
+		"process's files; --pprof writes a pprof profile (gzip when FILE ends in .gz), the context\n"
+		"as labels; --folded folded stacks and --flamegraph an SVG flame graph,\n"
+		"the groups as root frames.\n");
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -422,20 +542,30 @@ int main(int argc, char **argv)
 		{ "event", required_argument, NULL, 'e' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "top", required_argument, NULL, 't' },
+		{ "stacks", no_argument, NULL, 'S' },
+		{ "pprof", required_argument, NULL, 'P' },
+		{ "folded", required_argument, NULL, 'f' },
+		{ "flamegraph", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct otel_sampler_options o = { 99, 0, 0, 0 };
+	struct otel_sampler_options o = { 99, 0, 0, 0, 0 };
 	struct run r;
 	double duration = 0, interval = 0, next_refresh, next_report;
 	int c, all = 0, verbose = 0, rc, worst = EXIT_OK, ever_published = 0;
 	long pid = 0;
+	const char *keys[PROFILE_MAX_KEYS];
+	size_t nkeys = 0;
+	int want_profile = 0;
 	char why[512];
 	struct sigaction sa;
 
 	memset(&r, 0, sizeof(r));
 	r.event = "cpu-clock";
-	while ((c = getopt_long(argc, argv, "jF:d:i:e:avh", opts, NULL)) != -1) {
+	r.top = 10;
+	while ((c = getopt_long(argc, argv, "jF:d:i:e:avhb:t:P:f:g:S", opts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -477,6 +607,48 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			all = 1;
+			break;
+		case 'b':
+			/* KEY[,KEY...]: the option's own string is split in place. */
+			for (char *k = strtok(optarg, ","); k != NULL; k = strtok(NULL, ",")) {
+				if (nkeys == PROFILE_MAX_KEYS) {
+					fprintf(stderr, "otel-thread-ctx-sample: --by: at most %d keys\n",
+						PROFILE_MAX_KEYS);
+					return EXIT_USAGE;
+				}
+				keys[nkeys++] = k;
+			}
+			if (nkeys == 0) {
+				fprintf(stderr, "otel-thread-ctx-sample: --by: no key given\n");
+				return EXIT_USAGE;
+			}
+			want_profile = 1;
+			break;
+		case 'S':
+			o.stacks = 1;
+			want_profile = 1;
+			break;
+		case 'P':
+			r.pprof = optarg;
+			want_profile = 1;
+			break;
+		case 'f':
+			r.folded = optarg;
+			want_profile = 1;
+			break;
+		case 'g':
+			r.flamegraph = optarg;
+			want_profile = 1;
+			break;
+		case 't':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '-' || *optarg == '\0' ||
+			    v > 1000000) {
+				fprintf(stderr, "otel-thread-ctx-sample: bad --top: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			r.top = (unsigned int)v;
 			break;
 		case 'v':
 			verbose = 1;
@@ -555,11 +727,23 @@ int main(int argc, char **argv)
 		return rc == OTEL_SAMPLER_EPERM ? EXIT_NOT_PERMITTED : EXIT_FAILED;
 	}
 
+	if ((want_profile && (r.profile = profile_new(keys, nkeys)) == NULL) ||
+	    (o.stacks && (r.sym = symbolizer_new()) == NULL)) {
+		fprintf(stderr, "otel-thread-ctx-sample: out of memory\n");
+		otel_sampler_close(r.s);
+		return EXIT_FAILED;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	r.started = now_s();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r.wall_started = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
 	next_refresh = r.started + REFRESH_SECONDS;
 	next_report = r.started + interval;
 	while (!stop) {
@@ -580,6 +764,7 @@ int main(int argc, char **argv)
 			break;
 		if (t >= next_refresh) {
 			otel_sampler_refresh(r.s, all);
+			r.last_proc = NULL;
 			next_refresh = t + REFRESH_SECONDS;
 			if (!all) {
 				const struct otel_sampler_proc *p =
@@ -603,8 +788,20 @@ int main(int argc, char **argv)
 	/* What is still in the ring buffer. */
 	while (otel_sampler_poll(r.s, 0) > 0)
 		;
+	if (r.sym != NULL) {
+		/* Modules loaded since the first sample: the mappings now, of
+		 * the processes still running. */
+		const struct otel_sampler_proc *procs;
+		size_t n = otel_sampler_procs(r.s, &procs);
+
+		for (size_t i = 0; i < n; i++)
+			if (symbolizer_has(r.sym, procs[i].pid))
+				symbolizer_load(r.sym, procs[i].pid);
+	}
 	if (report(&r) && worst == EXIT_OK)
 		worst = EXIT_BAD_RECORD;
+	if (r.profile != NULL && write_files(&r, now_s() - r.started) != 0)
+		worst = EXIT_FAILED;
 	{
 		const struct otel_sampler_proc *procs;
 		size_t n = otel_sampler_procs(r.s, &procs);
@@ -627,6 +824,8 @@ int main(int argc, char **argv)
 		}
 	}
 	otel_sampler_close(r.s);
+	profile_free(r.profile);
+	symbolizer_free(r.sym);
 	free(table.slots);
 	return worst;
 }

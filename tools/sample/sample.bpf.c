@@ -13,6 +13,7 @@
 
 #include "otel_thread_ctx_reader.bpf.h"
 #include "sample_counters.h"
+#include "sample_stack.h"
 
 /* Process id -> how its threads reach the slot.  Sized by user space. */
 struct {
@@ -35,6 +36,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct otel_thread_ctx_bpf_event);
 } scratch SEC(".maps");
+
+/* With --stacks: the event and the user stack being built. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct otel_sample_stack_record);
+} stack_scratch SEC(".maps");
+
+/* Non-zero: pass each event on with the user stack (sample_stack.h). */
+const volatile __u32 want_stacks = 0;
 
 /* Wake the reader up only once this many bytes wait in the ring buffer
  * (0: at every event, when it is idle); it polls with a timeout for the
@@ -63,23 +75,46 @@ int otel_thread_ctx_sample(void *ctx)
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), zero = 0;
 	const struct otel_thread_ctx_bpf_proc *proc;
 	struct otel_thread_ctx_bpf_event *ev;
-	__u64 flags = 0;
+	struct otel_sample_stack_record *sr = 0;
+	void *out;
+	__u64 flags = 0, size;
 
-	(void)ctx;
 	count(OTEL_SAMPLE_COUNTER_SAMPLES);
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (proc == 0)
 		return 0;
-	ev = bpf_map_lookup_elem(&scratch, &zero);
-	if (ev == 0)
-		return 0;
+	if (want_stacks) {
+		sr = bpf_map_lookup_elem(&stack_scratch, &zero);
+		if (sr == 0)
+			return 0;
+		ev = &sr->ev;
+	} else {
+		ev = bpf_map_lookup_elem(&scratch, &zero);
+		if (ev == 0)
+			return 0;
+	}
 	otel_thread_ctx_bpf_read_current(proc, ev);
 	ev->time_ns = bpf_ktime_get_ns();
+	out = ev;
+	size = otel_thread_ctx_bpf_event_size(ev);
+	if (sr != 0) {
+		/* Frame pointers: the sampled code keeps them or the walk
+		 * stops early.  The whole event goes, then the frames. */
+		long n = bpf_get_stack(ctx, sr->ips, sizeof(sr->ips), BPF_F_USER_STACK);
+
+		sr->error = n < 0 ? (__u32)n : 0;
+		if (n < 0)
+			n = 0;
+		n &= 0x3f8; /* at most 127 frames of 8 bytes, for the verifier */
+		sr->nframes = (__u32)n / 8;
+		out = sr;
+		size = OTEL_SAMPLE_STACK_IPS + (__u64)n;
+	}
 	if (wakeup_bytes != 0)
 		flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 				BPF_RB_FORCE_WAKEUP :
 				BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, ev, otel_thread_ctx_bpf_event_size(ev), flags) != 0)
+	if (bpf_ringbuf_output(&events, out, size, flags) != 0)
 		count(OTEL_SAMPLE_COUNTER_LOST);
 	else
 		count(OTEL_SAMPLE_COUNTER_SENT);

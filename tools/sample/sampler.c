@@ -50,6 +50,9 @@ struct otel_sampler {
 	/* Files known not to name the slot in their .dynstr (prefilter()). */
 	struct file_key *files;
 	size_t nfiles, files_cap;
+	/* The stack of the event being handled (options.stacks). */
+	struct otel_sampler_stack stack;
+	int in_stack;
 };
 
 struct file_key {
@@ -200,6 +203,7 @@ int otel_sampler_open(const struct otel_sampler_options *options, otel_sampler_e
 		return OTEL_SAMPLER_ESYS;
 	}
 	s->skel->rodata->wakeup_bytes = s->opt.ring_bytes / 8;
+	s->skel->rodata->want_stacks = s->opt.stacks != 0;
 	/* libbpf raises RLIMIT_MEMLOCK only on kernels that charge BPF memory
 	 * to it (before 5.11), and goes on if it may not. */
 	err = otel_sample__load(s->skel);
@@ -241,7 +245,23 @@ static int ring_event(void *ctx, void *data, size_t size)
 	struct otel_thread_ctx_bpf_event ev;
 
 	s->handled++;
-	if (size >= OTEL_THREAD_CTX_BPF_EVENT_RECORD && size <= sizeof(ev)) {
+	if (s->opt.stacks) {
+		const struct otel_sample_stack_record *sr = data;
+		size_t n;
+
+		if (size < OTEL_SAMPLE_STACK_IPS || sr->nframes > OTEL_SAMPLE_MAX_FRAMES ||
+		    size != OTEL_SAMPLE_STACK_IPS + sr->nframes * 8u)
+			return s->handled >= s->budget ? BUDGET_SPENT : 0;
+		n = otel_thread_ctx_bpf_event_size(&sr->ev);
+		memcpy(&ev, &sr->ev, n);
+		memset((char *)&ev + n, 0, sizeof(ev) - n);
+		s->stack.ips = sr->ips;
+		s->stack.n = sr->nframes;
+		s->stack.error = (int)sr->error;
+		s->in_stack = 1;
+		s->fn(s->arg, &ev, n);
+		s->in_stack = 0;
+	} else if (size >= OTEL_THREAD_CTX_BPF_EVENT_RECORD && size <= sizeof(ev)) {
 		memcpy(&ev, data, size);
 		memset((char *)&ev + size, 0, sizeof(ev) - size);
 		s->fn(s->arg, &ev, size);
@@ -340,6 +360,11 @@ static struct otel_sampler_proc *find(const struct otel_sampler *s, pid_t pid)
 		if (s->procs[i].pid == pid)
 			return &s->procs[i];
 	return NULL;
+}
+
+const struct otel_sampler_stack *otel_sampler_stack(const struct otel_sampler *s)
+{
+	return s->in_stack ? &s->stack : NULL;
 }
 
 const struct otel_sampler_proc *otel_sampler_find(const struct otel_sampler *s, pid_t pid)

@@ -22,6 +22,7 @@
 #include <otel_thread_ctx_inspect.h>
 
 #include "sample_counters.h"
+#include "sample_stack.h"
 
 enum otel_sampler_error {
 	OTEL_SAMPLER_OK = 0,
@@ -50,6 +51,17 @@ struct otel_sampler_options {
 	unsigned int ring_bytes;
 	/* Processes the map can describe at once (0: 4096). */
 	unsigned int max_procs;
+	/* Non-zero: each event carries the user stack (otel_sampler_stack()). */
+	int stacks;
+};
+
+/* With options.stacks, the user stack of the event being handed to the
+ * callback: frames leaf first (return addresses after the first);
+ * `error` is bpf_get_stack()'s (negative errno) when it found none. */
+struct otel_sampler_stack {
+	const uint64_t *ips;
+	unsigned int n;
+	int error;
 };
 
 /* One event: the whole structure, zero beyond the `size` bytes the program
@@ -126,6 +138,10 @@ const struct otel_sampler_proc *otel_sampler_find(const struct otel_sampler *s, 
 /* Waits up to timeout_ms for events and hands each one to the callback.
  * Returns how many were handled, or OTEL_SAMPLER_ESYS. */
 int otel_sampler_poll(struct otel_sampler *s, int timeout_ms);
+
+/* The stack of the event the callback is handling; NULL without
+ * options.stacks or outside the callback. */
+const struct otel_sampler_stack *otel_sampler_stack(const struct otel_sampler *s);
 
 /* The program's counters (sample_counters.h), summed over the CPUs. */
 void otel_sampler_counters(const struct otel_sampler *s, uint64_t out[OTEL_SAMPLE_COUNTERS]);
