@@ -3,6 +3,7 @@
 """Run a build's tests that need a kernel in a virtual machine (doc/vm.md).
 
 Usage: tools/vm/run.py CONFIG.ini      (tools/configs/aarch64-vm.ini, x86_64-vm.ini)
+       OTEL_VM_TESTS='NAME ...' tools/vm/run.py CONFIG.ini   (only those tests of its plan)
 
 From the project's root, as root, after the build named in CONFIG.ini was
 built.  Downloads Debian's kernel and busybox-static for the configuration's
@@ -67,6 +68,33 @@ def fetch(arch, kernel_package, cache):
     return root, release
 
 
+def fetch_setpriv(arch, cache):
+    """The setpriv of ARCH (util-linux, unpacked into CACHE once), or None.
+
+    A test run as root drops its privileges with setpriv (tests/bpf/cli.py);
+    in a machine of another CPU the build machine's cannot run, so init puts
+    this one in its place.  It needs libcap-ng0 of ARCH, which tools/run
+    installs (a multiarch library: beside the build machine's own).
+    """
+    if arch == "amd64":
+        return None
+    root = os.path.join(cache, f"util-linux-{arch}")
+    setpriv = os.path.join(root, "usr", "bin", "setpriv")
+    if not os.path.exists(setpriv):
+        tmp = root + ".tmp"
+        sh(["rm", "-rf", tmp])
+        os.makedirs(os.path.join(tmp, "debs"))
+        log(f"downloading util-linux:{arch} (its setpriv)")
+        sh(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
+            f"util-linux:{arch}"], cwd=os.path.join(tmp, "debs"), stdout=sys.stderr)
+        debs = os.path.join(tmp, "debs")
+        for deb in sorted(os.listdir(debs)):
+            sh(["dpkg-deb", "-x", os.path.join(debs, deb), tmp])
+        sh(["rm", "-rf", debs, root])
+        os.rename(tmp, root)
+    return os.path.abspath(setpriv)
+
+
 def module_files(root, release):
     tree = os.path.join(root, "lib", "modules", release, "kernel")
     found = {}
@@ -129,8 +157,12 @@ def plan_tests(cfg, build, work, guest_python):
     leave = set(cfg.get("leave", "").split())
     base_env = dict(v.split("=", 1) for v in cfg.get("env", "").split())
     mult = float(cfg.get("timeout_multiplier", "1"))
+    # OTEL_VM_TESTS (test names, space-separated): only those of the plan.
+    only = set(os.environ.get("OTEL_VM_TESTS", "").split())
     plan, left_out = [], []
     for t in tests:
+        if only and t["name"] not in only:
+            continue
         suites = [s.split(":", 1)[-1] for s in t["suite"]]
         cmd, env = list(t["cmd"]), dict(t["env"])
         needs_kernel = False
@@ -205,6 +237,7 @@ def main(argv):
         if not guest_python or elf_machine(guest_python) != ELF_MACHINE[arch]:
             log(f"{build} has no python3 of {arch} (-Dffi_python): its python tests cannot run")
     root, release = fetch(arch, cfg["kernel_package"], cache)
+    setpriv = fetch_setpriv(arch, cache)
     os.makedirs(os.path.join(cache, "run"), exist_ok=True)
     plan = plan_tests(cfg, build, work, guest_python)
     plan_path = os.path.abspath(os.path.join(cache, "run", f"plan-{name}.json"))
@@ -220,7 +253,8 @@ def main(argv):
                                   "VM_PYTHON": guest_python,
                                   "VM_FOREIGN": "" if elf_machine(sys.executable) ==
                                   ELF_MACHINE[arch] else "1",
-                                  "VM_SAMPLER": sampler if os.path.exists(sampler) else ""})
+                                  "VM_SAMPLER": sampler if os.path.exists(sampler) else "",
+                                  "VM_SETPRIV": setpriv or ""})
     kernel = os.path.join(root, "boot", f"vmlinuz-{release}")
     qemu = shlex.split(cfg["qemu"]) + [
         "-display", "none", "-no-reboot", "-monitor", "none",
