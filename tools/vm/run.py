@@ -313,7 +313,7 @@ def main(argv):
         "-display", "none", "-no-reboot", "-monitor", "none",
         "-chardev", "stdio,id=console,signal=off", "-serial", "chardev:console",
         "-kernel", kernel, "-initrd", rd,
-        "-append", f"console={cfg['console']} quiet panic=-1 rdinit=/init",
+        "-append", f"console={cfg['console']} quiet panic=-1 rdinit=/init {cfg.get('append', '')}",
         "-virtfs", "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap",
         "-virtfs", f"local,path={work},mount_tag=work,security_model=none,multidevs=remap",
     ]
