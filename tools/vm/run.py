@@ -43,6 +43,22 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+def unpack(packages, root):
+    """Download PACKAGES (apt-get download) and unpack them into ROOT, once:
+    nothing is installed."""
+    tmp = root + ".tmp"
+    debs = os.path.join(tmp, "debs")
+    sh(["rm", "-rf", tmp])
+    os.makedirs(debs)
+    log(f"downloading {' and '.join(packages)}")
+    sh(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root"] + packages, cwd=debs,
+       stdout=sys.stderr)
+    for deb in sorted(os.listdir(debs)):
+        sh(["dpkg-deb", "-x", os.path.join(debs, deb), tmp])
+    sh(["rm", "-rf", debs, root])
+    os.rename(tmp, root)
+
+
 def fetch(arch, kernel_package, cache):
     """Unpack the kernel and busybox-static of ARCH into CACHE, once."""
     suffix = "" if arch == "amd64" else f":{arch}"
@@ -52,18 +68,7 @@ def fetch(arch, kernel_package, cache):
                   if line.strip().startswith("Depends:") and "linux-image-" in line)
     root = os.path.join(cache, kernel)
     if not os.path.isdir(root):
-        tmp = root + ".tmp"
-        sh(["rm", "-rf", tmp])
-        os.makedirs(os.path.join(tmp, "debs"))
-        log(f"downloading {kernel}{suffix} and busybox-static{suffix}")
-        sh(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
-            kernel + suffix, "busybox-static" + suffix], cwd=os.path.join(tmp, "debs"),
-           stdout=sys.stderr)
-        debs = os.path.join(tmp, "debs")
-        for deb in sorted(os.listdir(debs)):
-            sh(["dpkg-deb", "-x", os.path.join(debs, deb), tmp])
-        sh(["rm", "-rf", debs])
-        os.rename(tmp, root)
+        unpack([kernel + suffix, "busybox-static" + suffix], root)
     release = kernel[len("linux-image-"):]
     return root, release
 
@@ -81,17 +86,7 @@ def fetch_setpriv(arch, cache):
     root = os.path.join(cache, f"util-linux-{arch}")
     setpriv = os.path.join(root, "usr", "bin", "setpriv")
     if not os.path.exists(setpriv):
-        tmp = root + ".tmp"
-        sh(["rm", "-rf", tmp])
-        os.makedirs(os.path.join(tmp, "debs"))
-        log(f"downloading util-linux:{arch} (its setpriv)")
-        sh(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
-            f"util-linux:{arch}"], cwd=os.path.join(tmp, "debs"), stdout=sys.stderr)
-        debs = os.path.join(tmp, "debs")
-        for deb in sorted(os.listdir(debs)):
-            sh(["dpkg-deb", "-x", os.path.join(debs, deb), tmp])
-        sh(["rm", "-rf", debs, root])
-        os.rename(tmp, root)
+        unpack([f"util-linux:{arch}"], root)
     return os.path.abspath(setpriv)
 
 
