@@ -68,13 +68,15 @@ def finish(run, log):
 def verifier(sampler):
     """Print what the kernel's verifier processed of the sampler's programs.
 
-    The sampler runs for a few seconds (--all: nothing need publish); its BPF
-    programs' file descriptors tell verified_insns (Linux 5.16 and later).
+    The sampler runs (--all: nothing need publish) until its BPF programs
+    are loaded, or a minute (loading one took longer than 5 s in an emulated
+    machine on a busy build machine); their file descriptors tell
+    verified_insns (Linux 5.16 and later).
     """
-    p = subprocess.Popen([sampler, "--all", "--duration", "6"], stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([sampler, "--all", "--duration", "60"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     seen = set()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and p.poll() is None and not seen:
         time.sleep(0.5)
         fds = f"/proc/{p.pid}/fdinfo"
@@ -100,8 +102,15 @@ def verifier(sampler):
         print(f"vm: the sampler loaded no BPF program: {err}", flush=True)
 
 
+def uptime():
+    """Seconds since the machine booted."""
+    with open("/proc/uptime", encoding="ascii") as f:
+        return float(f.read().split()[0])
+
+
 def main(argv):
     plan_path, log_path = argv[1], argv[2]
+    print(f"vm: the plan starts {uptime():.0f}s after boot", flush=True)
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     base_env = dict(os.environ)
@@ -129,7 +138,8 @@ def main(argv):
                 running.remove(run)
                 result = finish(run, log)
                 counts[result] = counts.get(result, 0) + 1
-    print("vm: " + " ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
+    print("vm: " + " ".join(f"{k}: {v}" for k, v in sorted(counts.items())) +
+          f" ({uptime():.0f}s after boot)", flush=True)
     if len(argv) > 3:
         verifier(argv[3])
     return 0 if set(counts) <= {"OK", "SKIP"} else 1

@@ -3,6 +3,7 @@
 """Run a build's tests that need a kernel in a virtual machine (doc/vm.md).
 
 Usage: tools/vm/run.py CONFIG.ini      (tools/configs/aarch64-vm.ini, x86_64-vm.ini)
+       OTEL_VM_TESTS='NAME ...' tools/vm/run.py CONFIG.ini   (only those tests of its plan)
 
 From the project's root, as root, after the build named in CONFIG.ini was
 built.  Downloads Debian's kernel and busybox-static for the configuration's
@@ -42,6 +43,22 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+def unpack(packages, root):
+    """Download PACKAGES (apt-get download) and unpack them into ROOT, once:
+    nothing is installed."""
+    tmp = root + ".tmp"
+    debs = os.path.join(tmp, "debs")
+    sh(["rm", "-rf", tmp])
+    os.makedirs(debs)
+    log(f"downloading {' and '.join(packages)}")
+    sh(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root"] + packages, cwd=debs,
+       stdout=sys.stderr)
+    for deb in sorted(os.listdir(debs)):
+        sh(["dpkg-deb", "-x", os.path.join(debs, deb), tmp])
+    sh(["rm", "-rf", debs, root])
+    os.rename(tmp, root)
+
+
 def fetch(arch, kernel_package, cache):
     """Unpack the kernel and busybox-static of ARCH into CACHE, once."""
     suffix = "" if arch == "amd64" else f":{arch}"
@@ -51,20 +68,26 @@ def fetch(arch, kernel_package, cache):
                   if line.strip().startswith("Depends:") and "linux-image-" in line)
     root = os.path.join(cache, kernel)
     if not os.path.isdir(root):
-        tmp = root + ".tmp"
-        sh(["rm", "-rf", tmp])
-        os.makedirs(os.path.join(tmp, "debs"))
-        log(f"downloading {kernel}{suffix} and busybox-static{suffix}")
-        sh(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
-            kernel + suffix, "busybox-static" + suffix], cwd=os.path.join(tmp, "debs"),
-           stdout=sys.stderr)
-        debs = os.path.join(tmp, "debs")
-        for deb in sorted(os.listdir(debs)):
-            sh(["dpkg-deb", "-x", os.path.join(debs, deb), tmp])
-        sh(["rm", "-rf", debs])
-        os.rename(tmp, root)
+        unpack([kernel + suffix, "busybox-static" + suffix], root)
     release = kernel[len("linux-image-"):]
     return root, release
+
+
+def fetch_setpriv(arch, cache):
+    """The setpriv of ARCH (util-linux, unpacked into CACHE once), or None.
+
+    A test run as root drops its privileges with setpriv (tests/bpf/cli.py);
+    in a machine of another CPU the build machine's cannot run, so init puts
+    this one in its place.  It needs libcap-ng0 of ARCH, which tools/run
+    installs (a multiarch library: beside the build machine's own).
+    """
+    if arch == "amd64":
+        return None
+    root = os.path.join(cache, f"util-linux-{arch}")
+    setpriv = os.path.join(root, "usr", "bin", "setpriv")
+    if not os.path.exists(setpriv):
+        unpack([f"util-linux:{arch}"], root)
+    return os.path.abspath(setpriv)
 
 
 def module_files(root, release):
@@ -119,6 +142,44 @@ def elf_machine(path):
     return int.from_bytes(head[18:20], "little")
 
 
+def cargo_inspect_program(cmd, env):
+    """The Rust binding's test program of tests/inspect.rs, built on this
+    machine for the configuration's CPU, as cargo-test.sh's mode `inspect`
+    would (cargo is a program of the build machine: the machine runs what it
+    built).  Returns (command, None), or (None, why not)."""
+    crate, target = cmd[3], env.get("OTEL_RUST_TARGET", "")
+    if cmd[2]:
+        return None, cmd[2]
+    if not target:
+        return None, "no OTEL_RUST_TARGET: not a cross build"
+    e = dict(os.environ)
+    e.update(env)
+    e.pop("OTEL_TEST_NO_PTRACE", None)
+    try:
+        sysroot = subprocess.run(["rustc", "--print", "sysroot"], env=e, check=True,
+                                 capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as err:
+        return None, f"no rustc: {err}"
+    std = os.path.join(sysroot, "lib", "rustlib", target, "lib")
+    if not os.path.isdir(std) or not any(f.startswith("libstd-") for f in os.listdir(std)):
+        return None, f"rustc has no standard library for {target} in {sysroot}"
+    e[f"CARGO_TARGET_{target.upper().replace('-', '_')}_LINKER"] = env["OTEL_RUST_LINKER"]
+    log(f"building the Rust binding's inspector test for {target}")
+    p = subprocess.run(["cargo", "test", "--offline", "--locked", "--target", target,
+                        "--features", "inspect", "--test", "inspect", "--no-run",
+                        "--message-format=json"], cwd=crate, env=e, capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        return None, f"cargo test --no-run failed: {p.stderr.strip()[-2000:]}"
+    exes = [m["executable"] for m in map(json.loads, p.stdout.splitlines())
+            if m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m.get("target", {}).get("name") == "inspect"]
+    if len(exes) != 1:
+        return None, f"cargo built {len(exes)} programs for the test inspect"
+    # The filter cargo-test.sh gives; the program fails unless each passes.
+    return [exes[0], "inspect_"], None
+
+
 def plan_tests(cfg, build, work, guest_python):
     """The tests to run in the machine, their commands made for it."""
     tests = json.loads(subprocess.run(["meson", "introspect", "--tests", build], check=True,
@@ -129,8 +190,12 @@ def plan_tests(cfg, build, work, guest_python):
     leave = set(cfg.get("leave", "").split())
     base_env = dict(v.split("=", 1) for v in cfg.get("env", "").split())
     mult = float(cfg.get("timeout_multiplier", "1"))
+    # OTEL_VM_TESTS (test names, space-separated): only those of the plan.
+    only = set(os.environ.get("OTEL_VM_TESTS", "").split())
     plan, left_out = [], []
     for t in tests:
+        if only and t["name"] not in only:
+            continue
         suites = [s.split(":", 1)[-1] for s in t["suite"]]
         cmd, env = list(t["cmd"]), dict(t["env"])
         needs_kernel = False
@@ -164,12 +229,27 @@ def plan_tests(cfg, build, work, guest_python):
         if os.path.basename(cmd[0]).startswith("qemu-"):
             cmd = cmd[cmd.index("-L") + 2:] if "-L" in cmd else cmd[1:]
         workdir = t["workdir"] or os.path.abspath(build)
+        # The Rust binding's tests (ffi/rust/cargo-test.sh SKIP CRATE MODE):
+        # the inspector's runs here, built beforehand; the others need no
+        # kernel and pass under qemu-user, or are doctests, which rustdoc
+        # cannot run for another CPU.
+        if len(cmd) == 5 and cmd[1].endswith("cargo-test.sh"):
+            if cmd[4] != "inspect":
+                left_out.append((t["name"], f"cargo-test.sh {cmd[4]}: runs under qemu-user, "
+                                 "or is a doctest, which rustdoc cannot run for another CPU"))
+                continue
+            crate = cmd[3]
+            cmd, why = cargo_inspect_program(cmd, env)
+            if cmd is None:
+                left_out.append((t["name"], why))
+                continue
+            workdir = crate
         m = elf_machine(os.path.join(workdir, cmd[0]))
         if m != ELF_MACHINE[arch]:
             if "python" in os.path.basename(cmd[0]):
                 cmd[0] = guest_python
             else:
-                left_out.append((t["name"], cmd[0]))
+                left_out.append((t["name"], f"{cmd[0]} is not a program of {arch}"))
                 continue
         # and so does the wrapper in what the tests start themselves
         # (OTEL_TEST_PYTHON, ...).
@@ -179,8 +259,8 @@ def plan_tests(cfg, build, work, guest_python):
                      "workdir": workdir,
                      "timeout": (t["timeout"] or 30) * mult,
                      "is_parallel": t["is_parallel"]})
-    for name, prog in left_out:
-        log(f"left out {name}: {prog} is not a program of {arch}")
+    for name, why in left_out:
+        log(f"left out {name}: {why}")
     return plan
 
 
@@ -205,6 +285,7 @@ def main(argv):
         if not guest_python or elf_machine(guest_python) != ELF_MACHINE[arch]:
             log(f"{build} has no python3 of {arch} (-Dffi_python): its python tests cannot run")
     root, release = fetch(arch, cfg["kernel_package"], cache)
+    setpriv = fetch_setpriv(arch, cache)
     os.makedirs(os.path.join(cache, "run"), exist_ok=True)
     plan = plan_tests(cfg, build, work, guest_python)
     plan_path = os.path.abspath(os.path.join(cache, "run", f"plan-{name}.json"))
@@ -220,13 +301,14 @@ def main(argv):
                                   "VM_PYTHON": guest_python,
                                   "VM_FOREIGN": "" if elf_machine(sys.executable) ==
                                   ELF_MACHINE[arch] else "1",
-                                  "VM_SAMPLER": sampler if os.path.exists(sampler) else ""})
+                                  "VM_SAMPLER": sampler if os.path.exists(sampler) else "",
+                                  "VM_SETPRIV": setpriv or ""})
     kernel = os.path.join(root, "boot", f"vmlinuz-{release}")
     qemu = shlex.split(cfg["qemu"]) + [
         "-display", "none", "-no-reboot", "-monitor", "none",
         "-chardev", "stdio,id=console,signal=off", "-serial", "chardev:console",
         "-kernel", kernel, "-initrd", rd,
-        "-append", f"console={cfg['console']} quiet panic=-1 rdinit=/init",
+        "-append", f"console={cfg['console']} quiet panic=-1 rdinit=/init {cfg.get('append', '')}",
         "-virtfs", "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap",
         "-virtfs", f"local,path={work},mount_tag=work,security_model=none,multidevs=remap",
     ]
