@@ -522,7 +522,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 	}
 	for (size_t i = 0; i < n && err == 0; i++) {
 		struct otel_thread_ctx_inspect_module m;
-		uint64_t bias;
+		uint64_t bias = 0;
 		int rc;
 
 		if (f[i].offset != 0 || !loaded_image(elf, f, n, i, &bias))
