@@ -77,5 +77,8 @@ int open(const char *path, int flags, ...)
 	return rc;
 }
 
-/* The same (glibc's open64 is open on 64-bit CPUs). */
+/* The same (glibc's open64 is open on 64-bit CPUs; musl's is a macro for
+ * open). */
+#ifndef open64
 int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+#endif
