@@ -11,7 +11,9 @@
  *   otel_thread_ctx_v1 is a module: a mapping of the file from offset 0
  *   (in /proc/PID/maps, files known by device and inode) at which every
  *   PT_LOAD segment of the file is mapped where the loader puts it (its
- *   file offset at its address, executable where the segment is); the load
+ *   file offset at its address, executable where the segment is; an
+ *   executable segment may instead lie in executable memory without a
+ *   file, where a program copied its code onto huge pages); the load
  *   bias follows from that mapping and the first PT_LOAD.  So a file mapped
  *   again from offset 0 (a symbolizer reading a library's debug sections)
  *   is no module, and each copy of a library loaded into another link-map

@@ -352,17 +352,22 @@ MUTANTS = [
            "(the record published before), not of the record published"),
     # The inspector finds modules as the loader placed them.
     Mutant("modules-first-offset-0", "module discovery", INSPECT,
-           "\t\tif (f[i].offset != 0 || !loaded_image(elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
+           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
            "\t\tif (f[i].offset != 0)\n\t\t\tcontinue;\n"
-           "\t\tif (!loaded_image(elf, f, n, i, &bias))\n\t\t\tbreak;\n",
+           "\t\tif (!loaded_image(l, elf, f, n, i, &bias))\n\t\t\tbreak;\n",
            ["inspect-modules-selfmap"], "a module's file is looked at from its lowest mapping "
            "of offset 0 only (a symbolizer's own mapping of it hides the library)"),
     Mutant("modules-one-per-file", "module discovery", INSPECT,
-           "\t\tif (f[i].offset != 0 || !loaded_image(elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
-           "\t\tif (f[i].offset != 0 || !loaded_image(elf, f, n, i, &bias))\n\t\t\tcontinue;\n"
+           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
+           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n"
            "\t\tn = i + 1;\n",
            ["inspect-modules-dlmopen"], "one module per file: a second copy of the library "
            "(dlmopen(), another namespace) is not read"),
+    Mutant("modules-no-anon-text", "module discovery", INSPECT,
+           "\tif (!exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
+           "\tif (exec || !exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
+           ["inspect-modules-hugetext"], "a module whose code was copied onto anonymous "
+           "memory (text on huge pages) is not taken for a loaded image"),
     Mutant("modules-no-map-files", "module discovery", INSPECT,
            "\tfd = open_regular(buf, &st);\n\tif (fd < 0) {\n",
            "\tfd = -1;\n\tif (fd < 0) {\n",

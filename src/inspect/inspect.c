@@ -88,7 +88,8 @@ static int read_u64(pid_t pid, uint64_t addr, uint64_t *v)
  * mapping of file offset 0 is a loaded image only if every PT_LOAD segment
  * of the file with bytes in it is mapped from that file at its place
  * relative to it (file offset and address agreeing, executable where the
- * segment is).  So a file mapped again read-only from offset 0 (a
+ * segment is; an executable segment may also lie in executable memory
+ * without a file, where a program copied its code to put it on huge pages).  So a file mapped again read-only from offset 0 (a
  * symbolizer reading its own debug sections) is no module, and each copy
  * of a library (another link-map namespace: dlmopen()) is a module of its
  * own, with its own GOT and so its own TLS module id or offset.
@@ -100,11 +101,36 @@ struct mapping {
 	char *name; /* offset-0 mappings only: as in maps, " (deleted)" included */
 };
 
+/* Executable memory that no file backs, by address. */
+struct span {
+	uint64_t start, end;
+};
+
 struct mapping_list {
 	struct mapping *m;
 	size_t count, cap;
+	struct span *anon_x;
+	size_t nanon, anon_cap;
 	int err;
 };
+
+/* Appends [start, end) to l->anon_x; 1 when out of memory. */
+static int add_anon_x(struct mapping_list *l, uint64_t start, uint64_t end)
+{
+	if (l->nanon == l->anon_cap) {
+		size_t cap = l->anon_cap != 0 ? l->anon_cap * 2 : 16;
+		struct span *n = realloc(l->anon_x, cap * sizeof(*n));
+
+		if (n == NULL) {
+			l->err = OTEL_THREAD_CTX_ENOMEM;
+			return 1;
+		}
+		l->anon_x = n;
+		l->anon_cap = cap;
+	}
+	l->anon_x[l->nanon++] = (struct span){ start, end };
+	return 0;
+}
 
 static int add_mapping(const struct otel__maps_entry *e, void *arg)
 {
@@ -112,7 +138,10 @@ static int add_mapping(const struct otel__maps_entry *e, void *arg)
 	struct mapping *m;
 
 	/* Files only: a path and an inode ("[heap]", anonymous memory and
-	 * the like have neither). */
+	 * the like have neither); and executable memory without a file, where
+	 * a program may have copied its code (text remapped onto huge pages). */
+	if (e->inode == 0 && e->perms[2] == 'x')
+		return add_anon_x(l, e->start, e->end);
 	if (e->name[0] != '/' || e->inode == 0)
 		return 0;
 	if (l->count == l->cap) {
@@ -147,8 +176,8 @@ static void free_mappings(struct mapping_list *l)
 	for (size_t i = 0; i < l->count; i++)
 		free(l->m[i].name);
 	free(l->m);
-	l->m = NULL;
-	l->count = 0;
+	free(l->anon_x);
+	memset(l, 0, sizeof(*l));
 }
 
 /* By file (device, inode), then address. */
@@ -264,12 +293,29 @@ static int open_module(pid_t pid, const struct mapping *m, struct otel__elf **el
 }
 
 /* Is there a mapping of the file (in f[0 .. n - 1]) at `addr` with file
- * offset `offset`, executable when `exec`? */
-static bool mapped_at(const struct mapping *f, size_t n, uint64_t addr, uint64_t offset, bool exec)
+ * offset `offset`, executable when `exec`?  Executable memory without a
+ * file (l->anon_x) stands for a mapping of an executable segment: the code
+ * copied there keeps the module's layout. */
+static bool mapped_at(const struct mapping_list *l, const struct mapping *f, size_t n, uint64_t addr,
+		      uint64_t offset, bool exec)
 {
+	size_t lo = 0, hi = l->nanon;
+
 	for (size_t i = 0; i < n; i++)
 		if (addr >= f[i].start && addr < f[i].end)
 			return f[i].offset + (addr - f[i].start) == offset && (!exec || f[i].exec);
+	if (!exec)
+		return false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < l->anon_x[mid].start)
+			hi = mid;
+		else if (addr >= l->anon_x[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
 	return false;
 }
 
@@ -278,8 +324,8 @@ static bool mapped_at(const struct mapping *f, size_t n, uint64_t addr, uint64_t
  * PT_LOAD segments are all mapped where the loader puts them (f: the file's
  * mappings, by address); false when f[at] is not a loaded image.
  */
-static bool loaded_image(const struct otel__elf *elf, const struct mapping *f, size_t n, size_t at,
-			 uint64_t *bias)
+static bool loaded_image(const struct mapping_list *l, const struct otel__elf *elf,
+			 const struct mapping *f, size_t n, size_t at, uint64_t *bias)
 {
 	struct otel__elf_info info;
 	long pg = sysconf(_SC_PAGESIZE);
@@ -302,7 +348,7 @@ static bool loaded_image(const struct otel__elf *elf, const struct mapping *f, s
 		}
 		if (ph->p_filesz == 0)
 			continue;
-		if (!mapped_at(f, n, *bias + ph->p_vaddr, ph->p_offset, (ph->p_flags & 1u) != 0))
+		if (!mapped_at(l, f, n, *bias + ph->p_vaddr, ph->p_offset, (ph->p_flags & 1u) != 0))
 			return false;
 	}
 	return !first;
@@ -484,8 +530,8 @@ static int cmp_found(const void *a, const void *b)
  * loaded image of it, when it defines the slot.  *defined is set when it
  * does; *model_err holds the last model error.
  */
-static int file_modules(struct otel_thread_ctx_inspector *insp, const struct mapping *f, size_t n,
-			int *defined, int *model_err)
+static int file_modules(struct otel_thread_ctx_inspector *insp, const struct mapping_list *l,
+			const struct mapping *f, size_t n, int *defined, int *model_err)
 {
 	pid_t pid = insp->info.pid;
 	struct otel__elf *elf = NULL;
@@ -525,7 +571,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		uint64_t bias = 0;
 		int rc;
 
-		if (f[i].offset != 0 || !loaded_image(elf, f, n, i, &bias))
+		if (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))
 			continue;
 		memset(&m, 0, sizeof(m));
 		m.base = bias;
@@ -564,6 +610,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	if (maps.count == 0) {
 		/* No file mapped: gone, or a kernel thread (maps that may not
 		 * be read fail to open, above). */
+		free_mappings(&maps);
 		return kill(pid, 0) != 0 && errno == ESRCH ? OTEL_THREAD_CTX_ESRCH :
 							     OTEL_THREAD_CTX_ENOSLOT;
 	}
@@ -579,7 +626,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 				   maps.m[next].inode == maps.m[g].inode;
 		     next++)
 			;
-		err = file_modules(insp, &maps.m[g], next - g, &defined, &model_err);
+		err = file_modules(insp, &maps, &maps.m[g], next - g, &defined, &model_err);
 		if (err != 0)
 			goto done;
 	}

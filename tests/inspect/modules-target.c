@@ -14,6 +14,9 @@
  *   upgrade  a copy of LIB in DIR dlopen()ed; after the first inspection
  *            (a line on stdin) the copy is replaced by OTHER, renamed over
  *            it as a package manager does, so that maps says "(deleted)"
+ *   hugetext LIB dlopen()ed, then its code copied onto anonymous memory at
+ *            the same place (what programs that put their text on huge
+ *            pages do): its executable segment is no file mapping any more
  *   many     LIB dlopen()ed, then 5000 distinct files mapped below it (in
  *            /dev/shm when it can, else DIR)
  *   fifo     a copy of LIB in DIR dlopen()ed (the reader swaps the file for
@@ -174,6 +177,37 @@ static void copy_file(const char *from, const char *to)
 	close(out);
 }
 
+/* Replaces the executable mapping holding `code` by anonymous memory with
+ * the same bytes, as programs that move their text onto huge pages do. */
+static void text_to_anon(const void *code)
+{
+	unsigned long long start, end;
+	char line[4096], perms[5];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	if (f == NULL)
+		die("maps");
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = sscanf(line, "%llx-%llx %4s", &start, &end, perms) == 3 &&
+			(uintptr_t)code >= start && (uintptr_t)code < end && perms[2] == 'x';
+	fclose(f);
+	if (!found)
+		die("no executable mapping holds the library's code");
+	{
+		size_t len = (size_t)(end - start);
+		void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (copy == MAP_FAILED)
+			die("mmap");
+		memcpy(copy, (const void *)(uintptr_t)start, len);
+		if (mprotect(copy, len, PROT_READ | PROT_EXEC) != 0 ||
+		    mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)start) ==
+			    MAP_FAILED)
+			die("moving the code");
+	}
+}
+
 /* Where the many files go: a tmpfs when there is one (quick to fill). */
 static char many_dir[4096];
 
@@ -279,6 +313,8 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (strcmp(mode, "many") == 0) {
 		many_files(dir, image_start(h));
+	} else if (strcmp(mode, "hugetext") == 0) {
+		text_to_anon(sym(h, "otel_thread_ctx_create"));
 	}
 	pthread_barrier_init(&ready, NULL, (unsigned)nthreads + 1);
 	for (int i = 0; i < nthreads; i++) {

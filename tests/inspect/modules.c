@@ -13,6 +13,8 @@
  *          reads, and the maps signature changes so that an eBPF reader
  *          describes the process again, successfully
  * many     5000 mapped files below the library do not hide it
+ * hugetext the library's code copied onto anonymous memory (text on huge
+ *          pages) does not hide it
  * fifo     a module path swapped for a FIFO between the reader's checks and
  *          its open: the open neither blocks nor reads the FIFO
  * stale    a thread whose DTV entry is left over from a module unloaded
@@ -334,7 +336,7 @@ static void run_stale(const char *exe, const char *lib, const char *expect)
 
 static bool values_mode(const char *mode)
 {
-	static const char *const modes[] = { "selfmap", "dlmopen", "many" };
+	static const char *const modes[] = { "selfmap", "dlmopen", "many", "hugetext" };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(mode, modes[i]) == 0)
