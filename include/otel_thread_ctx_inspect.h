@@ -7,9 +7,24 @@
  * -----
  * otel_thread_ctx_inspect_open() looks at process `pid`:
  *
- * - every file mapped in /proc/PID/maps whose .dynsym defines the TLS symbol
- *   otel_thread_ctx_v1 is a module; its load bias comes from its first
- *   mapping and its first PT_LOAD;
+ * - every loaded image of a file whose .dynsym defines the TLS symbol
+ *   otel_thread_ctx_v1 is a module: a mapping of the file from offset 0
+ *   (in /proc/PID/maps, files known by device and inode) at which every
+ *   PT_LOAD segment of the file is mapped where the loader puts it (its
+ *   file offset at its address, executable where the segment is; an
+ *   executable segment may instead lie in executable memory without a
+ *   file, where a program copied its code onto huge pages); the load
+ *   bias follows from that mapping and the first PT_LOAD.  So a file mapped
+ *   again from offset 0 (a symbolizer reading a library's debug sections)
+ *   is no module, and each copy of a library loaded into another link-map
+ *   namespace (dlmopen()) is one of its own.  The file is read through
+ *   /proc/PID/map_files/ (the mapped file itself, also when deleted or
+ *   replaced on disk since, or in another mount namespace; this needs
+ *   CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by its path under
+ *   /proc/PID/root, then as seen here, each only when it is still the file
+ *   mapped (device and inode, or its first bytes against the mapping's),
+ *   and only ever as a regular file.  No count of mappings is too many: the
+ *   list grows with the process's maps;
  * - the module's dynamic relocations against the slot say how its code
  *   reaches it, and so how a reader finds it (OTEP 4947 lists the models):
  *     TLSDESC:          the descriptor's argument (second word, read from
@@ -22,7 +37,11 @@
  *     local-exec:       an executable without relocations against the
  *                       slot; the offset follows from st_value and PT_TLS;
  * - the C library (glibc or musl, from the program interpreter) fixes the
- *   layout of the DTV, needed by the dynamic models;
+ *   layout of the DTV, needed by the dynamic models; with glibc, the TLS
+ *   descriptor of dynamic TLS also gives the module's DTV generation, and
+ *   a thread whose DTV is older has no block of this module (ENOCTX), even
+ *   where its entry still points to the block of a module unloaded since
+ *   under the same id;
  * - the process context (otel_thread_ctx_inspect_process_read(), below) gives the
  *   attribute key names, when the process publishes one.
  *
@@ -265,7 +284,8 @@ const char *otel_thread_ctx_inspect_model_name(int model);
 
 /* A loaded module that defines otel_thread_ctx_v1. */
 struct otel_thread_ctx_inspect_module {
-	const char *path;        /* as in /proc/PID/maps */
+	const char *path;        /* as in /proc/PID/maps (a file deleted or
+				  * replaced since ends in " (deleted)") */
 	uint64_t base;           /* load bias */
 	uint64_t st_value;       /* the slot's offset in the module's TLS block */
 	int model;               /* enum otel_thread_ctx_inspect_model */
@@ -331,7 +351,10 @@ typedef struct otel_thread_ctx_inspector otel_thread_ctx_inspector;
  * Examines process `pid` as described above and stores a new inspector in
  * *out.  Attaches to no thread.
  * Errors: ENULL; ESRCH (no such process); EPERM (its maps or memory are not
- * readable: see Permissions); ENOSLOT (no loaded module defines the slot);
+ * readable: see Permissions); ENOSLOT (no loaded module defines the slot,
+ * as far as the files can be read: a module whose file was deleted or
+ * replaced since it was loaded is read only through /proc/PID/map_files,
+ * see above);
  * EMODEL (a module defines it, but none is reached in a way this inspector
  * supports, or the process is of another architecture, or its C library
  * is unknown where the DTV is needed); EFAULT (a GOT entry or TLS

@@ -76,6 +76,7 @@ READER = ["reader-static"]
 TC = "src/thread_ctx.c"
 POOL = "src/pool.c"
 PC = "src/process_ctx.c"
+INSPECT = "src/inspect/inspect.c"
 
 MUTANTS = [
     # Publication order: a reader must never see a record before it is
@@ -380,6 +381,39 @@ MUTANTS = [
            "\tfor (uint32_t i = e->nips; i-- > 0;) {\n",
            "\tfor (uint32_t i = 0; i < e->nips; i++) {\n",
            ["bpf-profile"], "folded stacks start at the leaf instead of the outermost frame"),
+    # The inspector finds modules as the loader placed them.
+    Mutant("modules-first-offset-0", "module discovery", INSPECT,
+           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
+           "\t\tif (f[i].offset != 0)\n\t\t\tcontinue;\n"
+           "\t\tif (!loaded_image(l, elf, f, n, i, &bias))\n\t\t\tbreak;\n",
+           ["inspect-modules-selfmap"], "a module's file is looked at from its lowest mapping "
+           "of offset 0 only (a symbolizer's own mapping of it hides the library)"),
+    Mutant("modules-one-per-file", "module discovery", INSPECT,
+           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
+           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n"
+           "\t\tn = i + 1;\n",
+           ["inspect-modules-dlmopen"], "one module per file: a second copy of the library "
+           "(dlmopen(), another namespace) is not read"),
+    Mutant("modules-no-anon-text", "module discovery", INSPECT,
+           "\tif (!exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
+           "\tif (exec || !exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
+           ["inspect-modules-hugetext"], "a module whose code was copied onto anonymous "
+           "memory (text on huge pages) is not taken for a loaded image"),
+    Mutant("modules-no-map-files", "module discovery", INSPECT,
+           "\tfd = open_regular(buf, &st);\n\tif (fd < 0) {\n",
+           "\tfd = -1;\n\tif (fd < 0) {\n",
+           ["inspect-modules-upgrade"], "the mapped file is not read through "
+           "/proc/PID/map_files: a library replaced on disk is not found"),
+    Mutant("modules-open-follows", "module discovery", INSPECT,
+           "\tint p = open(path, O_PATH | O_CLOEXEC), fd;\n",
+           "\tint p = open(path, O_RDONLY | O_CLOEXEC), fd;\n",
+           ["inspect-modules-fifo"], "a module's file is opened for reading before it is "
+           "known to be a regular file: a FIFO swapped in blocks the open"),
+    Mutant("modules-dtv-generation", "module discovery", INSPECT,
+           "\t\t\tif (gen < insp->found[m - insp->modules].dtv_gen)\n",
+           "\t\t\tif (0 && gen < insp->found[m - insp->modules].dtv_gen)\n",
+           ["inspect-modules-stale-dtv"], "a thread's DTV entry older than the module "
+           "(left from a module unloaded since) is read as the module's"),
 ]
 
 CONFIGS = {

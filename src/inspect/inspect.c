@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,13 +34,21 @@
 #error "otel-thread-ctx: the inspector supports x86-64 and aarch64 only"
 #endif
 
-#define MAX_MODULES 32
-#define MAX_MAPPED_FILES 4096
+/* A module found, with what the inspector keeps of it besides the public
+ * description. */
+struct found_module {
+	struct otel_thread_ctx_inspect_module m;
+	char *path;
+	uint64_t dtv_gen; /* dtv_generation(); 0: not known */
+};
 
 struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_inspect_info info;
-	struct otel_thread_ctx_inspect_module modules[MAX_MODULES];
-	char *paths[MAX_MODULES];
+	/* info.modules: count of them, in address order; found[i] is
+	 * modules[i]'s own. */
+	struct otel_thread_ctx_inspect_module *modules;
+	struct found_module *found;
+	size_t count, cap;
 	struct otel_thread_ctx_inspect_process_snapshot *pctx;
 };
 
@@ -72,96 +81,282 @@ static int read_u64(pid_t pid, uint64_t addr, uint64_t *v)
 
 /* --- Modules ------------------------------------------------------------ */
 
-/* One mapped file: its path and the lowest mapping of file offset 0. */
-struct mapped_file {
-	char *path;
-	uint64_t start;
+/*
+ * Modules are found as the dynamic loader placed them.  Every mapping of a
+ * file is kept (no cap: the array grows with the process's maps, which the
+ * kernel bounds with vm.max_map_count), keyed by device and inode; a
+ * mapping of file offset 0 is a loaded image only if every PT_LOAD segment
+ * of the file with bytes in it is mapped from that file at its place
+ * relative to it (file offset and address agreeing, executable where the
+ * segment is; an executable segment may also lie in executable memory
+ * without a file, where a program copied its code to put it on huge pages).  So a file mapped again read-only from offset 0 (a
+ * symbolizer reading its own debug sections) is no module, and each copy
+ * of a library (another link-map namespace: dlmopen()) is a module of its
+ * own, with its own GOT and so its own TLS module id or offset.
+ */
+struct mapping {
+	uint64_t start, end, offset;
+	uint64_t dev, inode;
+	bool exec;
+	char *name; /* offset-0 mappings only: as in maps, " (deleted)" included */
 };
 
-struct file_list {
-	struct mapped_file *files;
-	size_t count;
+/* Executable memory that no file backs, by address. */
+struct span {
+	uint64_t start, end;
+};
+
+struct mapping_list {
+	struct mapping *m;
+	size_t count, cap;
+	struct span *anon_x;
+	size_t nanon, anon_cap;
 	int err;
 };
 
-/* Each file once, with its first mapping of file offset 0. */
-static int add_mapped_file(const struct otel__maps_entry *e, void *arg)
+/* Appends [start, end) to l->anon_x; 1 when out of memory. */
+static int add_anon_x(struct mapping_list *l, uint64_t start, uint64_t end)
 {
-	struct file_list *l = arg;
-	size_t i;
+	if (l->nanon == l->anon_cap) {
+		size_t cap = l->anon_cap != 0 ? l->anon_cap * 2 : 16;
+		struct span *n = realloc(l->anon_x, cap * sizeof(*n));
 
-	if (e->offset != 0 || e->name[0] != '/')
+		if (n == NULL) {
+			l->err = OTEL_THREAD_CTX_ENOMEM;
+			return 1;
+		}
+		l->anon_x = n;
+		l->anon_cap = cap;
+	}
+	l->anon_x[l->nanon++] = (struct span){ start, end };
+	return 0;
+}
+
+static int add_mapping(const struct otel__maps_entry *e, void *arg)
+{
+	struct mapping_list *l = arg;
+	struct mapping *m;
+
+	/* Files only: a path and an inode ("[heap]", anonymous memory and
+	 * the like have neither); and executable memory without a file, where
+	 * a program may have copied its code (text remapped onto huge pages). */
+	if (e->inode == 0 && e->perms[2] == 'x')
+		return add_anon_x(l, e->start, e->end);
+	if (e->name[0] != '/' || e->inode == 0)
 		return 0;
-	for (i = 0; i < l->count; i++)
-		if (strcmp(l->files[i].path, e->name) == 0)
-			return 0;
-	if (l->count == MAX_MAPPED_FILES)
-		return 1;
-	l->files[l->count].path = strdup(e->name);
-	if (l->files[l->count].path == NULL) {
+	if (l->count == l->cap) {
+		size_t cap = l->cap != 0 ? l->cap * 2 : 256;
+		struct mapping *n = realloc(l->m, cap * sizeof(*n));
+
+		if (n == NULL) {
+			l->err = OTEL_THREAD_CTX_ENOMEM;
+			return 1;
+		}
+		l->m = n;
+		l->cap = cap;
+	}
+	m = &l->m[l->count];
+	m->start = e->start;
+	m->end = e->end;
+	m->offset = e->offset;
+	m->dev = (uint64_t)e->dev_major << 32 | e->dev_minor;
+	m->inode = e->inode;
+	m->exec = e->perms[2] == 'x';
+	m->name = NULL;
+	if (e->offset == 0 && (m->name = strdup(e->name)) == NULL) {
 		l->err = OTEL_THREAD_CTX_ENOMEM;
 		return 1;
 	}
-	l->files[l->count++].start = e->start;
+	l->count++;
 	return 0;
 }
 
-static int list_mapped_files(pid_t pid, struct mapped_file **out, size_t *n)
+static void free_mappings(struct mapping_list *l)
 {
-	struct file_list l = { calloc(MAX_MAPPED_FILES, sizeof(struct mapped_file)), 0, 0 };
+	for (size_t i = 0; i < l->count; i++)
+		free(l->m[i].name);
+	free(l->m);
+	free(l->anon_x);
+	memset(l, 0, sizeof(*l));
+}
+
+/* By file (device, inode), then address. */
+static int cmp_mapping(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->inode != y->inode)
+		return x->inode < y->inode ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Every file mapping of process `pid`, sorted by file then address. */
+static int list_mappings(pid_t pid, struct mapping_list *l)
+{
 	int err;
 
-	if (l.files == NULL)
-		return OTEL_THREAD_CTX_ENOMEM;
-	err = otel__remote_maps(pid, add_mapped_file, &l);
+	memset(l, 0, sizeof(*l));
+	err = otel__remote_maps(pid, add_mapping, l);
 	if (err == 0)
-		err = l.err;
+		err = l->err;
 	if (err != 0) {
-		for (size_t i = 0; i < l.count; i++)
-			free(l.files[i].path);
-		free(l.files);
+		free_mappings(l);
 		return err;
 	}
-	*out = l.files;
-	*n = l.count;
+	if (l->count > 1)
+		qsort(l->m, l->count, sizeof(*l->m), cmp_mapping);
 	return 0;
 }
 
-/* Opens the file of a mapping as the process sees it (its root first). */
-static int open_module(pid_t pid, const char *path, struct otel__elf **elf)
+/* Opens `path` as a regular file without side effects: O_PATH first (no
+ * open of a device or FIFO happens), then, once fstat() says regular, the
+ * same inode for reading through /proc/self/fd.  -1 otherwise. */
+static int open_regular(const char *path, struct stat *st)
+{
+	char self[64];
+	int p = open(path, O_PATH | O_CLOEXEC), fd;
+
+	if (p < 0)
+		return -1;
+	if (fstat(p, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(p);
+		return -1;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", p);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	close(p);
+	if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Is the file open at `fd` the one mapped by `m` (a mapping of offset 0)?
+ * Its device and inode, or, where a file system shows others through a
+ * path than in maps (overlayfs), its first bytes against the mapping's. */
+static bool same_file(pid_t pid, int fd, const struct stat *st, const struct mapping *m)
+{
+	unsigned char file[512], mem[512];
+	size_t n = sizeof(file);
+	ssize_t got;
+
+	if (((uint64_t)major(st->st_dev) << 32 | minor(st->st_dev)) == m->dev &&
+	    st->st_ino == m->inode)
+		return true;
+	if (m->end - m->start < n)
+		n = (size_t)(m->end - m->start);
+	got = pread(fd, file, n, 0);
+	return got > 0 && read_remote(pid, m->start, mem, (size_t)got) == 0 &&
+	       memcmp(file, mem, (size_t)got) == 0;
+}
+
+/*
+ * Opens the file of mapping `m` (offset 0) as the process maps it:
+ * /proc/PID/map_files/START-END, the mapped file itself (also when it was
+ * deleted or replaced since, or lives in another mount namespace; following
+ * it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); else the path under
+ * the process's root, then as seen here, each only if it is still the file
+ * mapped.  Never opens anything but a regular file.
+ */
+static int open_module(pid_t pid, const struct mapping *m, struct otel__elf **elf)
 {
 	char buf[PATH_MAX + 64];
 	struct stat st;
+	int fd, rc;
 
-	/* Regular files only: opening a mapped device could have effects. */
-	snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path);
-	if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-	    otel__elf_open_path(elf, buf, 0, NULL) == 0)
-		return 0;
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open_regular(buf, &st);
+	if (fd < 0) {
+		snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, m->name);
+		fd = open_regular(buf, &st);
+		if (fd >= 0 && !same_file(pid, fd, &st, m)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		fd = open_regular(m->name, &st);
+		if (fd >= 0 && !same_file(pid, fd, &st, m)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
 		return -1;
-	return otel__elf_open_path(elf, path, 0, NULL);
+	rc = otel__elf_open_fd(elf, fd, 0, NULL);
+	close(fd);
+	return rc;
 }
 
-/* The load bias of a module whose offset-0 mapping starts at `start`. */
-static uint64_t load_bias(const struct otel__elf *elf, uint64_t start)
+/* Is there a mapping of the file (in f[0 .. n - 1]) at `addr` with file
+ * offset `offset`, executable when `exec`?  Executable memory without a
+ * file (l->anon_x) stands for a mapping of an executable segment: the code
+ * copied there keeps the module's layout. */
+static bool mapped_at(const struct mapping_list *l, const struct mapping *f, size_t n, uint64_t addr,
+		      uint64_t offset, bool exec)
+{
+	size_t lo = 0, hi = l->nanon;
+
+	for (size_t i = 0; i < n; i++)
+		if (addr >= f[i].start && addr < f[i].end)
+			return f[i].offset + (addr - f[i].start) == offset && (!exec || f[i].exec);
+	if (!exec)
+		return false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < l->anon_x[mid].start)
+			hi = mid;
+		else if (addr >= l->anon_x[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The load bias of the image whose offset-0 mapping is f[at], when the file's
+ * PT_LOAD segments are all mapped where the loader puts them (f: the file's
+ * mappings, by address); false when f[at] is not a loaded image.
+ */
+static bool loaded_image(const struct mapping_list *l, const struct otel__elf *elf,
+			 const struct mapping *f, size_t n, size_t at, uint64_t *bias)
 {
 	struct otel__elf_info info;
-	long page = sysconf(_SC_PAGESIZE);
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
+	bool first = true;
 
 	otel__elf_info(elf, &info);
 	for (size_t i = 0; i < info.phnum; i++) {
 		const struct otel__elf64_phdr *ph = otel__elf_phdr(elf, i);
 
-		if (ph != NULL && ph->p_type == OTEL__PT_LOAD)
-			return start - (ph->p_vaddr & ~(uint64_t)(page > 0 ? page - 1 : 4095));
+		if (ph == NULL || ph->p_type != OTEL__PT_LOAD)
+			continue;
+		if (first) {
+			/* The first PT_LOAD (lowest address) maps the file's
+			 * start. */
+			if ((ph->p_offset & ~(page - 1)) != 0)
+				return false;
+			*bias = f[at].start - (ph->p_vaddr & ~(page - 1));
+			first = false;
+		}
+		if (ph->p_filesz == 0)
+			continue;
+		if (!mapped_at(l, f, n, *bias + ph->p_vaddr, ph->p_offset, (ph->p_flags & 1u) != 0))
+			return false;
 	}
-	return start;
+	return !first;
 }
 
 /* glibc or musl, from the interpreter of the main program, else from the
  * names of the mapped files. */
-static int detect_libc(pid_t pid, const struct mapped_file *files, size_t n)
+static int detect_libc(pid_t pid, const struct mapping_list *l)
 {
 	char buf[64];
 	struct otel__elf *exe = NULL;
@@ -185,11 +380,14 @@ static int detect_libc(pid_t pid, const struct mapped_file *files, size_t n)
 			otel__elf_close(exe);
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		const char *base = strrchr(files[i].path, '/');
+	for (size_t i = 0; i < l->count; i++) {
+		const char *path = l->m[i].name, *base;
 
-		base = base != NULL ? base + 1 : files[i].path;
-		if (strncmp(base, "ld-musl", 7) == 0 || strstr(files[i].path, "-linux-musl/") != NULL)
+		if (path == NULL)
+			continue;
+		base = strrchr(path, '/');
+		base = base != NULL ? base + 1 : path;
+		if (strncmp(base, "ld-musl", 7) == 0 || strstr(path, "-linux-musl/") != NULL)
 			return OTEL_THREAD_CTX_INSPECT_LIBC_MUSL;
 		if (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "libc.so.6", 9) == 0)
 			return OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC;
@@ -259,21 +457,145 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 	return OTEL_THREAD_CTX_EMODEL;
 }
 
+/*
+ * glibc's TLSDESC argument for dynamic TLS is {module id, offset, generation}
+ * (struct tlsdesc_dynamic_arg): a thread's DTV entry for the module is this
+ * module's only once the thread's DTV generation (dtv[0]) reached that
+ * generation; before, it is unallocated or left over from a module unloaded
+ * since under the same id, and the thread has published nothing through
+ * this one (its accesses go through __tls_get_addr, which brings the DTV up
+ * to date).  0 when not known (other models, musl, whose modules are never
+ * unloaded).
+ */
+static uint64_t dtv_generation(pid_t pid, const struct otel__elf *elf, int libc,
+			       const struct otel_thread_ctx_inspect_module *m)
+{
+	struct otel__elf_tls_access acc;
+	uint64_t arg, gen;
+
+	if (libc != OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC ||
+	    m->model != OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
+	    otel__elf_tls_classify(elf, OTEL_THREAD_CTX_SLOT_NAME, &acc) != 0 || acc.desc.count == 0 ||
+	    read_u64(pid, m->base + acc.desc.offset + 8, &arg) != 0 ||
+	    read_u64(pid, arg + 16, &gen) != 0)
+		return 0;
+	return gen;
+}
+
 static void free_inspector(struct otel_thread_ctx_inspector *insp)
 {
 	if (insp == NULL)
 		return;
-	for (size_t i = 0; i < MAX_MODULES; i++)
-		free(insp->paths[i]);
+	for (size_t i = 0; i < insp->count; i++)
+		free(insp->found[i].path);
+	free(insp->found);
+	free(insp->modules);
 	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
 	free(insp);
+}
+
+/* Adds a module to insp->found. */
+static int add_module(struct otel_thread_ctx_inspector *insp,
+		      const struct otel_thread_ctx_inspect_module *m, const char *path, uint64_t gen)
+{
+	struct found_module *f;
+
+	if (insp->count == insp->cap) {
+		size_t cap = insp->cap != 0 ? insp->cap * 2 : 4;
+		struct found_module *n = realloc(insp->found, cap * sizeof(*n));
+
+		if (n == NULL)
+			return OTEL_THREAD_CTX_ENOMEM;
+		insp->found = n;
+		insp->cap = cap;
+	}
+	f = &insp->found[insp->count];
+	f->m = *m;
+	f->dtv_gen = gen;
+	if ((f->path = strdup(path)) == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	insp->count++;
+	return 0;
+}
+
+static int cmp_found(const void *a, const void *b)
+{
+	const struct found_module *x = a, *y = b;
+
+	return x->m.base < y->m.base ? -1 : x->m.base > y->m.base;
+}
+
+/*
+ * The modules of one file, f[0 .. n - 1] its mappings by address: each
+ * loaded image of it, when it defines the slot.  *defined is set when it
+ * does; *model_err holds the last model error.
+ */
+static int file_modules(struct otel_thread_ctx_inspector *insp, const struct mapping_list *l,
+			const struct mapping *f, size_t n, int *defined, int *model_err)
+{
+	pid_t pid = insp->info.pid;
+	struct otel__elf *elf = NULL;
+	struct otel__elf_info info;
+	struct otel__elf_sym sym;
+	int err = 0;
+
+	/* A loaded image starts with the ELF header: the files mapped
+	 * otherwise (data, an index: thousands in some processes) are not
+	 * opened at all.  A mapping that cannot be read is given the benefit
+	 * of the doubt. */
+	for (size_t i = 0; i < n && elf == NULL; i++) {
+		unsigned char magic[4];
+
+		if (f[i].offset != 0 ||
+		    (read_remote(pid, f[i].start, magic, 4) == 0 && memcmp(magic, "\x7f" "ELF", 4) != 0))
+			continue;
+		if (open_module(pid, &f[i], &elf) != 0)
+			elf = NULL;
+	}
+	if (elf == NULL)
+		return 0;
+	if (otel__elf_sym_find(elf, OTEL__ELF_DYNSYM, OTEL_THREAD_CTX_SLOT_NAME, &sym) != 0 ||
+	    sym.shndx == OTEL__SHN_UNDEF || sym.type != OTEL__STT_TLS) {
+		otel__elf_close(elf);
+		return 0;
+	}
+	*defined = 1;
+	otel__elf_info(elf, &info);
+	if (info.machine != OTEL__INSPECT_ELF_MACHINE) {
+		otel__elf_close(elf);
+		*model_err = OTEL_THREAD_CTX_EMODEL;
+		return 0;
+	}
+	for (size_t i = 0; i < n && err == 0; i++) {
+		struct otel_thread_ctx_inspect_module m;
+		uint64_t bias = 0;
+		int rc;
+
+		if (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.base = bias;
+		m.st_value = sym.value;
+		rc = resolve_model(pid, elf, &info, &m);
+		if (rc == 0 && (m.model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
+				m.model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC) &&
+		    insp->info.libc == OTEL_THREAD_CTX_INSPECT_LIBC_UNKNOWN)
+			rc = OTEL_THREAD_CTX_EMODEL;
+		if (rc != 0) {
+			*model_err = rc;
+			continue;
+		}
+		err = add_module(insp, &m, f[i].name,
+				 dtv_generation(pid, elf, insp->info.libc, &m));
+	}
+	otel__elf_close(elf);
+	return err;
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspector **out)
 {
 	struct otel_thread_ctx_inspector *insp;
-	struct mapped_file *files = NULL;
-	size_t nfiles = 0, nmod = 0;
+	struct mapping_list maps;
 	int err, model_err = 0, defined = 0;
 
 	if (out == NULL)
@@ -282,13 +604,13 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 		return OTEL_THREAD_CTX_ESRCH;
 	if (kill(pid, 0) != 0 && errno == ESRCH)
 		return OTEL_THREAD_CTX_ESRCH;
-	err = list_mapped_files(pid, &files, &nfiles);
+	err = list_mappings(pid, &maps);
 	if (err != 0)
 		return err;
-	if (nfiles == 0) {
+	if (maps.count == 0) {
 		/* No file mapped: gone, or a kernel thread (maps that may not
 		 * be read fail to open, above). */
-		free(files);
+		free_mappings(&maps);
 		return kill(pid, 0) != 0 && errno == ESRCH ? OTEL_THREAD_CTX_ESRCH :
 							     OTEL_THREAD_CTX_ENOSLOT;
 	}
@@ -298,57 +620,35 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 		goto done;
 	}
 	insp->info.pid = pid;
-	insp->info.libc = detect_libc(pid, files, nfiles);
-	for (size_t i = 0; i < nfiles && nmod < MAX_MODULES; i++) {
-		struct otel__elf *elf = NULL;
-		struct otel__elf_info info;
-		struct otel__elf_sym sym;
-		struct otel_thread_ctx_inspect_module *m = &insp->modules[nmod];
-		int rc;
-
-		if (open_module(pid, files[i].path, &elf) != 0)
-			continue;
-		if (otel__elf_sym_find(elf, OTEL__ELF_DYNSYM, OTEL_THREAD_CTX_SLOT_NAME, &sym) != 0 ||
-		    sym.shndx == OTEL__SHN_UNDEF || sym.type != OTEL__STT_TLS) {
-			otel__elf_close(elf);
-			continue;
-		}
-		defined = 1;
-		otel__elf_info(elf, &info);
-		if (info.machine != OTEL__INSPECT_ELF_MACHINE) {
-			otel__elf_close(elf);
-			model_err = OTEL_THREAD_CTX_EMODEL;
-			continue;
-		}
-		memset(m, 0, sizeof(*m));
-		m->base = load_bias(elf, files[i].start);
-		m->st_value = sym.value;
-		rc = resolve_model(pid, elf, &info, m);
-		otel__elf_close(elf);
-		if (rc == 0 && (m->model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-				m->model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC) &&
-		    insp->info.libc == OTEL_THREAD_CTX_INSPECT_LIBC_UNKNOWN)
-			rc = OTEL_THREAD_CTX_EMODEL;
-		if (rc != 0) {
-			model_err = rc;
-			continue;
-		}
-		insp->paths[nmod] = strdup(files[i].path);
-		if (insp->paths[nmod] == NULL) {
-			err = OTEL_THREAD_CTX_ENOMEM;
+	insp->info.libc = detect_libc(pid, &maps);
+	for (size_t g = 0, next; g < maps.count; g = next) {
+		for (next = g + 1; next < maps.count && maps.m[next].dev == maps.m[g].dev &&
+				   maps.m[next].inode == maps.m[g].inode;
+		     next++)
+			;
+		err = file_modules(insp, &maps, &maps.m[g], next - g, &defined, &model_err);
+		if (err != 0)
 			goto done;
-		}
-		m->path = insp->paths[nmod];
-		nmod++;
 	}
-	if (nmod == 0) {
-		err = !defined ? OTEL_THREAD_CTX_ENOSLOT : model_err;
+	if (insp->count == 0) {
+		err = !defined || model_err == 0 ? OTEL_THREAD_CTX_ENOSLOT : model_err;
 		if (err == OTEL_THREAD_CTX_ENOSLOT && kill(pid, 0) != 0 && errno == ESRCH)
 			err = OTEL_THREAD_CTX_ESRCH;
 		goto done;
 	}
+	/* In address order, as the header promises. */
+	qsort(insp->found, insp->count, sizeof(*insp->found), cmp_found);
+	insp->modules = calloc(insp->count, sizeof(*insp->modules));
+	if (insp->modules == NULL) {
+		err = OTEL_THREAD_CTX_ENOMEM;
+		goto done;
+	}
+	for (size_t i = 0; i < insp->count; i++) {
+		insp->modules[i] = insp->found[i].m;
+		insp->modules[i].path = insp->found[i].path;
+	}
 	insp->info.modules = insp->modules;
-	insp->info.module_count = nmod;
+	insp->info.module_count = insp->count;
 	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
 	*out = insp;
@@ -356,9 +656,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	err = 0;
 done:
 	free_inspector(insp);
-	for (size_t i = 0; i < nfiles; i++)
-		free(files[i].path);
-	free(files);
+	free_mappings(&maps);
 	return err;
 }
 
@@ -425,6 +723,15 @@ static int slot_address(const struct otel_thread_ctx_inspector *insp,
 			return OTEL_THREAD_CTX_EFAULT;
 		if (block == UINT64_MAX || block == 0) /* TLS_DTV_UNALLOCATED */
 			return OTEL_THREAD_CTX_ENOCTX;
+		/* An entry older than the module (dtv_generation()). */
+		if (insp->found[m - insp->modules].dtv_gen != 0) {
+			uint64_t gen;
+
+			if (read_u64(pid, dtv, &gen) != 0)
+				return OTEL_THREAD_CTX_EFAULT;
+			if (gen < insp->found[m - insp->modules].dtv_gen)
+				return OTEL_THREAD_CTX_ENOCTX;
+		}
 	} else {
 		uint64_t count;
 
