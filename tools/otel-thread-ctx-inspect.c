@@ -49,6 +49,8 @@ static const char *status_name(int status)
 		return "exited";
 	case OTEL_THREAD_CTX_EPERM:
 		return "denied";
+	case OTEL_THREAD_CTX_ETIMEDOUT:
+		return "not-stopped";
 	}
 	return "error";
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elf_reader.h"
@@ -41,6 +43,9 @@ struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_inspect_module modules[MAX_MODULES];
 	char *paths[MAX_MODULES];
 	struct otel_thread_ctx_inspect_process_snapshot *pctx;
+	/* Threads still attached after a read gave up on them (owed_release()). */
+	pid_t *owed;
+	size_t owed_count, owed_cap;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -266,6 +271,7 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 	for (size_t i = 0; i < MAX_MODULES; i++)
 		free(insp->paths[i]);
 	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
+	free(insp->owed);
 	free(insp);
 }
 
@@ -383,8 +389,14 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_i
 	return insp->pctx->keys[index];
 }
 
+static int64_t now_ns(void);
+static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline);
+
 OTEL_EXPORT void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp)
 {
+	if (insp != NULL && insp->owed_count > 0)
+		owed_release(insp, now_ns() +
+					   (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000);
 	free_inspector(insp);
 }
 
@@ -532,34 +544,155 @@ static bool thread_exiting(pid_t pid, pid_t tid)
 	return p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
 }
 
-/*
- * Waits for the interrupt to stop `tid`.  Returns 0 with *resend the signal
- * to hand back at detach (0 for none), or ESRCH when the thread exited.
- */
-static int wait_stopped(pid_t tid, int *resend)
+/* Nanoseconds of CLOCK_MONOTONIC. */
+static int64_t now_ns(void)
 {
-	int status;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Is attached thread `tid` in a ptrace-stop, whoever collected the report of
+ * it?  A wait for any child from another thread of this process
+ * (waitpid(-1, ..., __WALL), a profiler's reaper thread) collects the stop
+ * reports of the tracees of every thread of the process, so the report may
+ * never reach waitpid(tid) here; the thread stays stopped all the same, and
+ * the tracer's ptrace requests work on it.  PTRACE_GETSIGINFO succeeds only
+ * on a stopped tracee (ESRCH while it runs) and tells the interrupt's
+ * PTRACE_EVENT_STOP (si_code: the event above SIGTRAP, as in the wait
+ * status) from a signal on its way to the thread.  1 stopped (*resend set),
+ * 0 not stopped, or a positive errno.
+ */
+static int probe_stopped(pid_t tid, int *resend)
+{
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) != 0)
+		return errno == ESRCH ? 0 : -errno;
+	*resend = (si.si_code >> 8) == PTRACE_EVENT_STOP ? 0 : si.si_signo;
+	return 1;
+}
+
+/* wait_stopped(): the thread has exited but cannot be reaped yet (a thread
+ * group leader whose other threads still run). */
+#define EXITING_UNREAPED EALREADY
+
+/*
+ * Waits, until CLOCK_MONOTONIC `deadline` at the latest, for the interrupt
+ * to stop attached thread `tid` of `pid`.  Never blocks: the stop report is
+ * polled (waitpid(WNOHANG) on this thread only), and the stop itself
+ * checked with probe_stopped() in case another thread collected the report.
+ * Returns 0 with *resend the signal to hand back at detach (0 for none);
+ * ESRCH when the thread exited (its exit reaped here or elsewhere);
+ * EXITING_UNREAPED; ETIMEDOUT when it had not stopped by the deadline (it
+ * is still attached, and will stop when it can); another errno.
+ */
+static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
+{
+	unsigned int round = 0;
 
 	*resend = 0;
-	for (;;) {
-		pid_t got = waitpid(tid, &status, __WALL);
+	for (;; round++) {
+		int status, rc;
+		pid_t got = waitpid(tid, &status, __WALL | WNOHANG);
 
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == ECHILD ? ESRCH : errno;
 		}
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return ESRCH;
-		if (!WIFSTOPPED(status))
+		if (got == tid) {
+			if (WIFEXITED(status) || WIFSIGNALED(status))
+				return ESRCH;
+			if (!WIFSTOPPED(status))
+				continue;
+			/* PTRACE_EVENT_STOP: the interrupt or a group-stop;
+			 * anything else is a signal on its way to the thread,
+			 * which the detach must deliver. */
+			if ((status >> 16) != PTRACE_EVENT_STOP)
+				*resend = WSTOPSIG(status);
+			return 0;
+		}
+		rc = probe_stopped(tid, resend);
+		if (rc != 0)
+			return rc > 0 ? 0 : -rc;
+		/* A stop takes microseconds: yield to it first, then sleep
+		 * longer and longer (up to 1 ms), looking at the thread's
+		 * state in between. */
+		if (round < 50 && now_ns() < deadline) {
+			sched_yield();
 			continue;
-		/* PTRACE_EVENT_STOP: the interrupt or a group-stop; anything
-		 * else is a signal on its way to the thread, which the detach
-		 * must deliver. */
-		if ((status >> 16) != PTRACE_EVENT_STOP)
-			*resend = WSTOPSIG(status);
-		return 0;
+		}
+		if (thread_exiting(pid, tid))
+			return EXITING_UNREAPED;
+		if (now_ns() >= deadline)
+			return ETIMEDOUT;
+		{
+			long us = round < 60 ? 10L << (round - 50) / 2 : 1000;
+			struct timespec ts = { 0, (us > 1000 ? 1000 : us) * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
 	}
+}
+
+/*
+ * Remembers attached thread `tid`, which the read could not stop in time
+ * (or which exited unreaped), so that a later call releases it.  Without
+ * memory for it, waits for the thread to stop as long as it takes (the
+ * only other choice would leave it stopped).
+ */
+static void owe_release(otel_thread_ctx_inspector *insp, pid_t tid)
+{
+	if (insp->owed_count == insp->owed_cap) {
+		size_t cap = insp->owed_cap ? 2 * insp->owed_cap : 8;
+		pid_t *p = realloc(insp->owed, cap * sizeof(*p));
+
+		if (p == NULL) {
+			int resend, rc;
+
+			while ((rc = wait_stopped(insp->info.pid, tid, now_ns() + 1000000000, &resend)) ==
+			       ETIMEDOUT)
+				;
+			if (rc == 0)
+				ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend);
+			return;
+		}
+		insp->owed = p;
+		insp->owed_cap = cap;
+	}
+	insp->owed[insp->owed_count++] = tid;
+}
+
+/*
+ * Releases the owed threads that can be released by CLOCK_MONOTONIC
+ * `deadline`: a stopped one is detached (with its signal), a reaped one
+ * forgotten; the others stay owed.  Looks at each once when the deadline
+ * has passed.
+ */
+static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline)
+{
+	do {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < insp->owed_count; i++) {
+			pid_t tid = insp->owed[i];
+			int resend, rc = wait_stopped(insp->info.pid, tid, 0, &resend);
+
+			if (rc == 0)
+				ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend);
+			else if (rc == ETIMEDOUT || rc == EXITING_UNREAPED)
+				insp->owed[kept++] = tid;
+		}
+		insp->owed_count = kept;
+		if (kept > 0 && now_ns() < deadline) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	} while (insp->owed_count > 0 && now_ns() < deadline);
 }
 
 static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
@@ -606,6 +739,8 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 
 	if (insp == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (insp->owed_count > 0)
+		owed_release(insp, 0);
 	memset(out, 0, sizeof(*out));
 	out->tid = tid;
 	if (tid <= 0 || !is_thread_of(insp->info.pid, tid))
@@ -628,10 +763,18 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 			waitpid(tid, NULL, __WALL | WNOHANG);
 		return out->status;
 	}
-	err = wait_stopped(tid, &resend);
+	err = wait_stopped(insp->info.pid, tid,
+			   now_ns() + (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000, &resend);
 	if (err != 0) {
-		out->sys_errno = err;
-		return out->status = err == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
+		/* Still attached: a thread that could not stop yet (or an
+		 * exited leader not reaped yet) is released by a later call,
+		 * once it stops. */
+		if (err == ETIMEDOUT || err == EXITING_UNREAPED)
+			owe_release(insp, tid);
+		out->sys_errno = err == EXITING_UNREAPED ? ESRCH : err;
+		return out->status = err == ETIMEDOUT ? OTEL_THREAD_CTX_ETIMEDOUT :
+				     err == ESRCH || err == EXITING_UNREAPED ? OTEL_THREAD_CTX_ESRCH :
+									       OTEL_THREAD_CTX_ESYS;
 	}
 	out->status = sample_stopped(insp, tid, out);
 	/* Detaching resumes the thread (or returns it to its group-stop). */

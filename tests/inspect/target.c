@@ -17,6 +17,9 @@
  *   hostile  one thread per broken record (expected.h, HOSTILE_*)
  *   churn    threads that publish and exit publishing, started one after
  *            another for as long as the target runs
+ *   vfork    one thread (publishing nothing) that spends VFORK_CHILD_NS of
+ *            every round in vfork(), waiting for a child that sleeps (state
+ *            D: a thread that cannot stop for a while), then 100 ms running
  *
  * Through the library, a thread publishes either a copy of a context it
  * then destroys (even threads: the inspector reads the copy) or its record
@@ -40,6 +43,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "expected.h"
@@ -227,6 +232,32 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+static void *vforker(void *arg)
+{
+	struct thread *t = arg;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	t->slot = 0;
+	pthread_setname_np(pthread_self(), "vforker");
+	pthread_barrier_wait(&ready);
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		pid_t child = vfork();
+
+		if (child == 0) {
+			struct timespec ts = { VFORK_CHILD_NS / 1000000000, VFORK_CHILD_NS % 1000000000 };
+
+			nanosleep(&ts, NULL);
+			_exit(0);
+		}
+		if (child < 0)
+			die("vfork");
+		waitpid(child, NULL, 0);
+		__atomic_fetch_add(&t->progress, 1, __ATOMIC_RELAXED);
+		usleep(100000);
+	}
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	struct thread *t = arg;
@@ -317,7 +348,7 @@ int main(int argc, char **argv)
 	} else if (argc == 2) {
 		mode = argv[1];
 	} else {
-		die("usage: target [--lib PATH] values|manual|storm|hostile|churn");
+		die("usage: target [--lib PATH] values|manual|storm|hostile|churn|vfork");
 	}
 	setup_api(lib);
 	if (strcmp(mode, "manual") != 0) {
@@ -339,6 +370,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "churn") == 0) {
 		nthreads = 2;
 		fn = churn;
+	} else if (strcmp(mode, "vfork") == 0) {
+		nthreads = 1;
+		fn = vforker;
 	} else {
 		die("unknown mode");
 	}
