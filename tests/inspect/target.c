@@ -17,6 +17,9 @@
  *   hostile  one thread per broken record (expected.h, HOSTILE_*)
  *   churn    threads that publish and exit publishing, started one after
  *            another for as long as the target runs
+ *   names    one thread named NAMES_THREAD publishing a record whose one
+ *            attribute has the key NAMES_KEY (cli.py mirrors both): names
+ *            that would drive a terminal if printed raw
  *   vfork    one thread (publishing nothing) that spends VFORK_CHILD_NS of
  *            every round in vfork(), waiting for a child that sleeps (state
  *            D: a thread that cannot stop for a while), then 100 ms running
@@ -62,6 +65,11 @@ struct api {
 	int (*key_register)(const char *, unsigned int *);
 	int (*publish)(const struct otel_thread_ctx_process_attr *, size_t);
 };
+
+/* Escape sequences (OSC, CSI; C1 CSI U+009B), a newline, a quote, a
+ * backslash; the thread name is not UTF-8 (0xff), the key is. */
+#define NAMES_THREAD "\x1b]0;X\x07\n\"\\\xff\xc2\x9b" "ab"
+#define NAMES_KEY "k\x1b[31m\n\"\\\xc2\x9b\xc3\xa9"
 
 static struct api api;
 static void *handle;
@@ -264,7 +272,15 @@ static void *worker(void *arg)
 	char name[16];
 
 	t->tid = (pid_t)syscall(SYS_gettid);
-	if (strcmp(mode, "hostile") == 0) {
+	if (strcmp(mode, "names") == 0) {
+		static const uint8_t trace[16] = { 1 }, span[8] = { 2 };
+		struct otel_thread_ctx_attr a = { 0, 1, (const uint8_t *)"v" };
+
+		pthread_setname_np(pthread_self(), NAMES_THREAD);
+		t->slot = (uintptr_t)slot();
+		if (api.update_all(trace, span, 1, &a, 1) != 0)
+			die("publishing with update_all failed");
+	} else if (strcmp(mode, "hostile") == 0) {
 		snprintf(name, sizeof(name), "%s", hostile_name(t->index));
 		pthread_setname_np(pthread_self(), name);
 		t->slot = (uintptr_t)slot();
@@ -348,10 +364,15 @@ int main(int argc, char **argv)
 	} else if (argc == 2) {
 		mode = argv[1];
 	} else {
-		die("usage: target [--lib PATH] values|manual|storm|hostile|churn|vfork");
+		die("usage: target [--lib PATH] values|manual|storm|hostile|churn|names|vfork");
 	}
 	setup_api(lib);
-	if (strcmp(mode, "manual") != 0) {
+	if (strcmp(mode, "names") == 0) {
+		unsigned idx;
+
+		if (api.key_register(NAMES_KEY, &idx) != 0 || idx != 0 || api.publish(NULL, 0) != 0)
+			die("registering or publishing the key failed");
+	} else if (strcmp(mode, "manual") != 0) {
 		unsigned idx;
 
 		for (unsigned k = 0; k < EXPECTED_KEYS; k++)
@@ -364,6 +385,8 @@ int main(int argc, char **argv)
 		nthreads = EXPECTED_THREADS;
 	} else if (strcmp(mode, "hostile") == 0) {
 		nthreads = HOSTILE_COUNT;
+	} else if (strcmp(mode, "names") == 0) {
+		nthreads = 1;
 	} else if (strcmp(mode, "storm") == 0) {
 		nthreads = 1;
 		fn = storm;
