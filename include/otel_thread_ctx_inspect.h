@@ -41,8 +41,9 @@
  * takes the stop's report neither hangs the read nor leaves the thread
  * stopped: the read goes on and detaches.  A thread that does not stop
  * within OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (one in uninterruptible
- * sleep: a vfork() parent, a hung file system, a frozen cgroup) is reported
- * ETIMEDOUT; it cannot be detached before it stops, so it stays attached,
+ * sleep: a vfork() parent, a hung file system, a frozen cgroup; a runnable
+ * thread, which stops as soon as it gets a CPU, gets ten times that) is
+ * reported ETIMEDOUT; it cannot be detached before it stops, so it stays attached,
  * and the next otel_thread_ctx_inspect_thread(), _threads() or _close() of
  * the inspector, called by the same thread, detaches it once it has stopped
  * (_close() waits up to OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS for it; a
@@ -140,7 +141,8 @@ enum otel_thread_ctx_inspect_error {
 	OTEL_THREAD_CTX_EMODEL = -4104,
 };
 
-/* How long otel_thread_ctx_inspect_thread() waits for a thread to stop. */
+/* How long otel_thread_ctx_inspect_thread() waits for a thread to stop
+ * (ten times as long while the thread is runnable: see Steps). */
 #define OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS 1000
 
 /* A static, English description of an error code of either enum; never

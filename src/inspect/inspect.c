@@ -523,8 +523,9 @@ static bool is_thread_of(pid_t pid, pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
-/* Has thread `tid` exited (or is it exiting: a zombie), or is it gone? */
-static bool thread_exiting(pid_t pid, pid_t tid)
+/* Thread `tid`'s state letter in /proc/PID/task/TID/stat ('R' running or
+ * runnable, 'S', 'D', 't' ...), 'X' when it is gone. */
+static char thread_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
@@ -533,15 +534,23 @@ static bool thread_exiting(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return true;
+		return 'X';
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return true;
+		return 'X';
 	buf[n] = '\0';
 	/* "tid (comm) S ...": the state follows the last ')'. */
 	p = strrchr(buf, ')');
-	return p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+	return p == NULL || p[1] != ' ' ? 'X' : p[2];
+}
+
+/* Has thread `tid` exited (or is it exiting: a zombie), or is it gone? */
+static bool thread_exiting(pid_t pid, pid_t tid)
+{
+	char c = thread_state(pid, tid);
+
+	return c == 'Z' || c == 'X' || c == 'x';
 }
 
 /* Nanoseconds of CLOCK_MONOTONIC. */
@@ -575,6 +584,9 @@ static int probe_stopped(pid_t tid, int *resend)
 	return 1;
 }
 
+/* How much longer wait_stopped() waits for a thread that is runnable. */
+#define RUNNABLE_GRACE_NS ((int64_t)9 * OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000)
+
 /* wait_stopped(): the thread has exited but cannot be reaped yet (a thread
  * group leader whose other threads still run). */
 #define EXITING_UNREAPED EALREADY
@@ -586,8 +598,9 @@ static int probe_stopped(pid_t tid, int *resend)
  * checked with probe_stopped() in case another thread collected the report.
  * Returns 0 with *resend the signal to hand back at detach (0 for none);
  * ESRCH when the thread exited (its exit reaped here or elsewhere);
- * EXITING_UNREAPED; ETIMEDOUT when it had not stopped by the deadline (it
- * is still attached, and will stop when it can); another errno.
+ * EXITING_UNREAPED; ETIMEDOUT when it had not stopped by the deadline, or
+ * by RUNNABLE_GRACE_NS after it while runnable (it is still attached, and
+ * will stop when it can); another errno.
  */
 static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 {
@@ -625,10 +638,18 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 			sched_yield();
 			continue;
 		}
-		if (thread_exiting(pid, tid))
-			return EXITING_UNREAPED;
-		if (now_ns() >= deadline)
-			return ETIMEDOUT;
+		{
+			char c = thread_state(pid, tid);
+			int64_t now = now_ns();
+
+			if (c == 'Z' || c == 'X' || c == 'x')
+				return EXITING_UNREAPED;
+			/* A runnable thread stops as soon as it gets a CPU,
+			 * which only an overloaded machine delays: it gets
+			 * RUNNABLE_GRACE_NS more. */
+			if (now >= deadline && (c != 'R' || now >= deadline + RUNNABLE_GRACE_NS))
+				return ETIMEDOUT;
+		}
 		{
 			long us = round < 60 ? 10L << (round - 50) / 2 : 1000;
 			struct timespec ts = { 0, (us > 1000 ? 1000 : us) * 1000 };
