@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -397,24 +396,22 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* A thread's state letter in /proc/PID/task/TID/stat ('?' if unreadable). */
+/* A thread's state letter in /proc/PID/task/TID/stat ('?' if unreadable):
+ * the field after the name in parentheses (the last ')'). */
 static char thread_state(pid_t pid, pid_t tid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char path[64], line[512] = "", *close_paren;
+	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if ((f = fopen(path, "r")) == NULL)
 		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p != NULL && p[1] == ' ' ? p[2] : '?';
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	close_paren = strrchr(line, ')');
+	return close_paren != NULL && close_paren[1] == ' ' && close_paren[2] != '\0' ?
+		       close_paren[2] : '?';
 }
 
 /* Waits up to `seconds` for the thread's state to be (want) or not to be
