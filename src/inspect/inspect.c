@@ -631,27 +631,32 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 		rc = probe_stopped(tid, resend);
 		if (rc != 0)
 			return rc > 0 ? 0 : -rc;
-		/* A stop takes microseconds: yield to it first, then sleep
-		 * longer and longer (up to 1 ms), looking at the thread's
-		 * state in between. */
-		if (round < 50 && now_ns() < deadline) {
-			sched_yield();
+		/* A thread that has a CPU stops within microseconds: look
+		 * again at once a few times; then sleep, longer and longer
+		 * (up to 1 ms).  No sched_yield(): on a loaded machine one
+		 * yield can cost a whole time slice, while a sleeper that
+		 * wakes gets a CPU soon. */
+		if (round < 4 && now_ns() < deadline)
 			continue;
-		}
 		{
-			char c = thread_state(pid, tid);
 			int64_t now = now_ns();
 
-			if (c == 'Z' || c == 'X' || c == 'x')
-				return EXITING_UNREAPED;
-			/* A runnable thread stops as soon as it gets a CPU,
-			 * which only an overloaded machine delays: it gets
-			 * RUNNABLE_GRACE_NS more. */
-			if (now >= deadline && (c != 'R' || now >= deadline + RUNNABLE_GRACE_NS))
-				return ETIMEDOUT;
+			if (now >= deadline || round % 16 == 0) {
+				char c = thread_state(pid, tid);
+
+				if (c == 'Z' || c == 'X' || c == 'x')
+					return EXITING_UNREAPED;
+				/* A runnable thread stops as soon as it gets
+				 * a CPU, which only an overloaded machine
+				 * delays: it gets RUNNABLE_GRACE_NS more. */
+				if (now >= deadline &&
+				    (c != 'R' || now >= deadline + RUNNABLE_GRACE_NS))
+					return ETIMEDOUT;
+			}
 		}
 		{
-			long us = round < 60 ? 10L << (round - 50) / 2 : 1000;
+			unsigned int step = (round - 4) / 2;
+			long us = step < 8 ? 5L << step : 1000;
 			struct timespec ts = { 0, (us > 1000 ? 1000 : us) * 1000 };
 
 			nanosleep(&ts, NULL);
