@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,66 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/*
+ * vfork() with a child that sleeps VFORK_CHILD_NS, then exits, by system
+ * calls alone, on a stack of its own: returns the child's id in the parent
+ * once the child has exited.  Not through vfork(), which ThreadSanitizer
+ * turns into fork(), nor (on x86-64) through clone(), which ThreadSanitizer
+ * intercepts and refuses with CLONE_VM: there the system call is made here,
+ * and the child never returns from it.
+ */
+static char vfork_stack[65536] __attribute__((aligned(16)));
+static const struct timespec vfork_sleep = { VFORK_CHILD_NS / 1000000000,
+					     VFORK_CHILD_NS % 1000000000 };
+
+#if !defined(__x86_64__)
+static int vfork_child(void *arg)
+{
+	(void)arg;
+	syscall(SYS_nanosleep, &vfork_sleep, NULL);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+#endif
+
+static pid_t vfork_sleeping_child(void)
+{
+#if defined(__x86_64__)
+	long ret;
+	register long ptid __asm__("rdx") = 0;
+	register long ctid __asm__("r10") = 0;
+	register long tls __asm__("r8") = 0;
+	register const struct timespec *ts __asm__("r9") = &vfork_sleep;
+
+	/* clone(flags, stack, 0, 0, 0); the child (0 in rax) calls
+	 * nanosleep(ts, NULL) and exit(0).  syscall keeps r9. */
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "mov %[nanosleep], %%eax\n\t"
+			 "mov %%r9, %%rdi\n\t"
+			 "xor %%esi, %%esi\n\t"
+			 "syscall\n\t"
+			 "mov %[exit], %%eax\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "syscall\n\t"
+			 "1:\n\t"
+			 : "=a"(ret)
+			 : "0"((long)SYS_clone), "D"((long)(CLONE_VM | CLONE_VFORK | SIGCHLD)),
+			   "S"(vfork_stack + sizeof(vfork_stack)), "r"(ptid), "r"(ctid), "r"(tls),
+			   "r"(ts), [nanosleep] "i"(SYS_nanosleep), [exit] "i"(SYS_exit)
+			 : "rcx", "r11", "memory");
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return (pid_t)ret;
+#else
+	return clone(vfork_child, vfork_stack + sizeof(vfork_stack),
+		     CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+#endif
+}
+
 static void *vforker(void *arg)
 {
 	struct thread *t = arg;
@@ -249,14 +310,8 @@ static void *vforker(void *arg)
 	pthread_setname_np(pthread_self(), "vforker");
 	pthread_barrier_wait(&ready);
 	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
-		pid_t child = vfork();
+		pid_t child = vfork_sleeping_child();
 
-		if (child == 0) {
-			struct timespec ts = { VFORK_CHILD_NS / 1000000000, VFORK_CHILD_NS % 1000000000 };
-
-			nanosleep(&ts, NULL);
-			_exit(0);
-		}
 		if (child < 0)
 			die("vfork");
 		waitpid(child, NULL, 0);
