@@ -53,7 +53,21 @@
  * (otel_thread_ctx_record_decode()) and detaches, re-delivering a signal
  * that arrived meanwhile.  The thread is stopped only between the interrupt
  * and the detach; every path out of the function detaches, and if the
- * inspecting process dies, the kernel detaches.  Only one thread of the
+ * inspecting process dies, the kernel detaches.  No wait blocks: the stop
+ * is polled on that thread alone (waitpid(TID, WNOHANG | __WALL)) and
+ * checked with ptrace itself, so a thread of the calling process that
+ * collects the reports of every child (waitpid(-1), a reaper thread) and
+ * takes the stop's report neither hangs the read nor leaves the thread
+ * stopped: the read goes on and detaches.  A thread that does not stop
+ * within OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (one in uninterruptible
+ * sleep: a vfork() parent, a hung file system, a frozen cgroup; a runnable
+ * thread, which stops as soon as it gets a CPU, gets ten times that) is
+ * reported ETIMEDOUT; it cannot be detached before it stops, so it stays attached,
+ * and the next otel_thread_ctx_inspect_thread(), _threads() or _close() of
+ * the inspector, called by the same thread, detaches it once it has stopped
+ * (_close() waits up to OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS for it; a
+ * thread still not stopped then is released by the kernel when the calling
+ * thread exits).  Only one thread of the
  * process is stopped at a time, so reading a thread that holds a lock
  * another thread waits for stalls nobody for longer than one read.
  * otel_thread_ctx_inspect_threads() does that for every thread in
@@ -130,6 +144,9 @@ enum otel_thread_ctx_inspect_error {
 	/* -EFAULT: memory of the process that should hold something cannot
 	 * be read (a payload, a record, a TLS block). */
 	OTEL_THREAD_CTX_EFAULT = -14,
+	/* -ETIMEDOUT: the thread did not stop for the read within
+	 * OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (see Steps). */
+	OTEL_THREAD_CTX_ETIMEDOUT = -110,
 	/* An OTEL_CTX mapping with an invalid header (signature, version,
 	 * payload size or pointer), or a record pointer that is not 2-aligned. */
 	OTEL_THREAD_CTX_EFORMAT = -4101,
@@ -142,6 +159,10 @@ enum otel_thread_ctx_inspect_error {
 	 * C library where the DTV is needed). */
 	OTEL_THREAD_CTX_EMODEL = -4104,
 };
+
+/* How long otel_thread_ctx_inspect_thread() waits for a thread to stop
+ * (ten times as long while the thread is runnable: see Steps). */
+#define OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS 1000
 
 /* A static, English description of an error code of either enum; never
  * NULL. */
@@ -326,6 +347,8 @@ struct otel_thread_ctx_inspect_thread {
 	 * OTEL_THREAD_CTX_OK: `record` holds a valid record.
 	 * ENOCTX: the slot is NULL, or the thread has not allocated the
 	 *   module's dynamic TLS block yet (it never touched the library).
+ * ETIMEDOUT: the thread did not stop within
+ *   OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (see Steps).
 	 * EINVALID: the record's valid byte is not 1 (a lost sample; the
 	 *   header is in `record`).
 	 * EFAULT: the record (or the TLS block) is not readable memory.

@@ -414,6 +414,25 @@ MUTANTS = [
            "\t\t\tif (0 && gen < insp->found[m - insp->modules].dtv_gen)\n",
            ["inspect-modules-stale-dtv"], "a thread's DTV entry older than the module "
            "(left from a module unloaded since) is read as the module's"),
+    # The inspector never blocks and never leaves a thread stopped.
+    Mutant("inspect-stolen-stop", "inspector waits", "src/inspect/inspect.c",
+           "\t\trc = probe_stopped(tid, resend);\n",
+           "\t\trc = 0 * probe_stopped(-1, resend);\n",
+           ["inspect-reaper"], "a stop whose report a reaper thread took is not noticed: "
+           "the read waits for a report that never comes"),
+    Mutant("inspect-owed-release", "inspector waits", "src/inspect/inspect.c",
+           "\tif (insp->owed_count > 0)\n\t\towed_release(insp, 0);\n",
+           "", ["inspect-vfork"], "a thread the read gave up on (ETIMEDOUT) stays "
+           "stopped after it stops: the next read does not release it"),
+    # The tools print what the process chose escaped.
+    Mutant("print-c1", "tool output", "tools/print.c",
+           "\treturn p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;\n",
+           "\treturn 0 && p[i] == 0xc2 && i + 1 < n;\n", ["inspect-cli"],
+           "a C1 control (U+009B, CSI) in a name reaches the terminal raw"),
+    Mutant("print-name-raw", "tool output", "tools/otel-thread-ctx-inspect.c",
+           "\t\ttool_text_cell(t->name, 16);\n",
+           "\t\tprintf(\"%-16s\", t->name);\n", ["inspect-cli"],
+           "the table prints thread names raw"),
 ]
 
 CONFIGS = {

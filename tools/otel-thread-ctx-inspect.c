@@ -49,6 +49,8 @@ static const char *status_name(int status)
 		return "exited";
 	case OTEL_THREAD_CTX_EPERM:
 		return "denied";
+	case OTEL_THREAD_CTX_ETIMEDOUT:
+		return "not-stopped";
 	}
 	return "error";
 }
@@ -140,7 +142,9 @@ static void print_table(const otel_thread_ctx_inspector *insp,
 		const struct otel_thread_ctx_inspect_thread *t = &th[i];
 		const struct otel_thread_ctx_record *r = &t->record;
 
-		printf("%-8d %-16s ", (int)t->tid, t->name);
+		printf("%-8d ", (int)t->tid);
+		tool_text_cell(t->name, 16);
+		putchar(' ');
 		if (t->status != OTEL_THREAD_CTX_OK) {
 			printf("(%s", status_name(t->status));
 			if (t->status == OTEL_THREAD_CTX_EFAULT || t->status == OTEL_THREAD_CTX_EFORMAT)

@@ -13,6 +13,13 @@ void tool_hex(const uint8_t *b, size_t n)
 		printf("%02x", b[i]);
 }
 
+/* Is p[i] the start of a C1 control (U+0080 to U+009F: 0xc2 0x80..0x9f) in
+ * valid UTF-8?  Terminals take some for escape sequences (U+009B: CSI). */
+static int c1_at(const unsigned char *p, size_t n, size_t i)
+{
+	return p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;
+}
+
 void tool_json_string(const void *s, size_t n)
 {
 	const unsigned char *p = s;
@@ -26,25 +33,43 @@ void tool_json_string(const void *s, size_t n)
 			printf("\\%c", c);
 		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
 			printf("\\u%04x", c);
+		else if (utf8 && c1_at(p, n, i))
+			printf("\\u%04x", p[++i]);
 		else
 			putchar(c);
 	}
 	putchar('"');
 }
 
-void tool_text_value(const void *s, size_t n)
+size_t tool_text_value(const void *s, size_t n)
 {
 	const unsigned char *p = s;
 	int utf8 = otel__utf8_valid(p, n);
+	size_t cols = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = p[i];
 
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (c >= 0x80 && !utf8))
+		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\' || (c >= 0x80 && !utf8)) {
 			printf("\\x%02x", c);
-		else
+			cols += 4;
+		} else if (utf8 && c1_at(p, n, i)) {
+			printf("\\x%02x\\x%02x", c, p[i + 1]);
+			i++;
+			cols += 8;
+		} else {
 			putchar(c);
+			/* A character per UTF-8 lead byte. */
+			cols += (c & 0xc0) != 0x80;
+		}
 	}
+	return cols;
+}
+
+void tool_text_cell(const char *s, size_t width)
+{
+	for (size_t cols = tool_text_value(s, strlen(s)); cols < width; cols++)
+		putchar(' ');
 }
 
 static void attrs_init(struct otel_thread_ctx_attr_iter *it, const otel_thread_ctx_inspector *insp,
@@ -62,7 +87,11 @@ void tool_attrs_table(const otel_thread_ctx_inspector *insp,
 
 	attrs_init(&it, insp, r);
 	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
-		printf(" %s=\"", otel_thread_ctx_inspect_key_name(insp, a.key));
+		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
+
+		putchar(' ');
+		tool_text_value(name, strlen(name));
+		printf("=\"");
 		tool_text_value(a.value, a.len);
 		putchar('"');
 	}
@@ -104,7 +133,9 @@ void tool_modules_table(const struct otel_thread_ctx_inspect_info *info)
 	for (size_t i = 0; info != NULL && i < info->module_count; i++) {
 		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
 
-		printf("  slot in %s: %s", m->path, otel_thread_ctx_inspect_model_name(m->model));
+		printf("  slot in ");
+		tool_text_value(m->path, strlen(m->path));
+		printf(": %s", otel_thread_ctx_inspect_model_name(m->model));
 		if (dynamic(m))
 			printf(", module %" PRIu64 " offset %" PRIu64 "\n", m->module_id,
 			       m->dtv_offset);

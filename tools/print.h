@@ -17,12 +17,25 @@
 /* n bytes as lower-case hex digits. */
 void tool_hex(const uint8_t *b, size_t n);
 
-/* A JSON string: UTF-8 passes through when valid, else bytes as \u00XX. */
+/*
+ * The tools print strings the inspected process chose (attribute values,
+ * key names, thread names, module paths) only through these two, so that
+ * no control byte of the process reaches the operator's terminal.
+ */
+
+/* A JSON string: UTF-8 passes through when valid, except C1 controls
+ * (U+0080 to U+009F) as \u00XX; controls, '"' and '\' escaped; a string
+ * that is not valid UTF-8 gives each byte above 0x7f as \u00XX. */
 void tool_json_string(const void *s, size_t n);
 
-/* Text for a table cell: printable ASCII and valid UTF-8 as is, the rest
- * as \xNN. */
-void tool_text_value(const void *s, size_t n);
+/* Text for a table: printable ASCII and valid UTF-8 as is; control bytes,
+ * '"', '\', the bytes of C1 controls, and every byte above 0x7f of a string
+ * that is not valid UTF-8 as \xNN.  Returns the characters printed. */
+size_t tool_text_value(const void *s, size_t n);
+
+/* A NUL-terminated string as tool_text_value(), padded with spaces to
+ * `width` characters (a table column). */
+void tool_text_cell(const char *s, size_t width);
 
 /*
  * The attributes of r named by the key map of the process insp read (with

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elf_reader.h"
@@ -50,6 +52,9 @@ struct otel_thread_ctx_inspector {
 	struct found_module *found;
 	size_t count, cap;
 	struct otel_thread_ctx_inspect_process_snapshot *pctx;
+	/* Threads still attached after a read gave up on them (owed_release()). */
+	pid_t *owed;
+	size_t owed_count, owed_cap;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -491,6 +496,7 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 	free(insp->found);
 	free(insp->modules);
 	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
+	free(insp->owed);
 	free(insp);
 }
 
@@ -681,8 +687,14 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_i
 	return insp->pctx->keys[index];
 }
 
+static int64_t now_ns(void);
+static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline);
+
 OTEL_EXPORT void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp)
 {
+	if (insp != NULL && insp->owed_count > 0)
+		owed_release(insp, now_ns() +
+					   (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000);
 	free_inspector(insp);
 }
 
@@ -818,8 +830,9 @@ static bool is_thread_of(pid_t pid, pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
-/* Has thread `tid` exited (or is it exiting: a zombie), or is it gone? */
-static bool thread_exiting(pid_t pid, pid_t tid)
+/* Thread `tid`'s state letter in /proc/PID/task/TID/stat ('R' running or
+ * runnable, 'S', 'D', 't' ...), 'X' when it is gone. */
+static char thread_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
@@ -828,45 +841,191 @@ static bool thread_exiting(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return true;
+		return 'X';
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return true;
+		return 'X';
 	buf[n] = '\0';
 	/* "tid (comm) S ...": the state follows the last ')'. */
 	p = strrchr(buf, ')');
-	return p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+	return p == NULL || p[1] != ' ' ? 'X' : p[2];
+}
+
+/* Has thread `tid` exited (or is it exiting: a zombie), or is it gone? */
+static bool thread_exiting(pid_t pid, pid_t tid)
+{
+	char c = thread_state(pid, tid);
+
+	return c == 'Z' || c == 'X' || c == 'x';
+}
+
+/* Nanoseconds of CLOCK_MONOTONIC. */
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /*
- * Waits for the interrupt to stop `tid`.  Returns 0 with *resend the signal
- * to hand back at detach (0 for none), or ESRCH when the thread exited.
+ * Is attached thread `tid` in a ptrace-stop, whoever collected the report of
+ * it?  A wait for any child from another thread of this process
+ * (waitpid(-1, ..., __WALL), a profiler's reaper thread) collects the stop
+ * reports of the tracees of every thread of the process, so the report may
+ * never reach waitpid(tid) here; the thread stays stopped all the same, and
+ * the tracer's ptrace requests work on it.  PTRACE_GETSIGINFO succeeds only
+ * on a stopped tracee (ESRCH while it runs) and tells the interrupt's
+ * PTRACE_EVENT_STOP (si_code: the event above SIGTRAP, as in the wait
+ * status) from a signal on its way to the thread.  1 stopped (*resend set),
+ * 0 not stopped, or a positive errno.
  */
-static int wait_stopped(pid_t tid, int *resend)
+static int probe_stopped(pid_t tid, int *resend)
 {
-	int status;
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) != 0)
+		return errno == ESRCH ? 0 : -errno;
+	*resend = (si.si_code >> 8) == PTRACE_EVENT_STOP ? 0 : si.si_signo;
+	return 1;
+}
+
+/* How much longer wait_stopped() waits for a thread that is runnable. */
+#define RUNNABLE_GRACE_NS ((int64_t)9 * OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000)
+
+/* wait_stopped(): the thread has exited but cannot be reaped yet (a thread
+ * group leader whose other threads still run). */
+#define EXITING_UNREAPED EALREADY
+
+/*
+ * Waits, until CLOCK_MONOTONIC `deadline` at the latest, for the interrupt
+ * to stop attached thread `tid` of `pid`.  Never blocks: the stop report is
+ * polled (waitpid(WNOHANG) on this thread only), and the stop itself
+ * checked with probe_stopped() in case another thread collected the report.
+ * Returns 0 with *resend the signal to hand back at detach (0 for none);
+ * ESRCH when the thread exited (its exit reaped here or elsewhere);
+ * EXITING_UNREAPED; ETIMEDOUT when it had not stopped by the deadline, or
+ * by RUNNABLE_GRACE_NS after it while runnable (it is still attached, and
+ * will stop when it can); another errno.
+ */
+static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
+{
+	unsigned int round = 0;
 
 	*resend = 0;
-	for (;;) {
-		pid_t got = waitpid(tid, &status, __WALL);
+	for (;; round++) {
+		int status, rc;
+		pid_t got = waitpid(tid, &status, __WALL | WNOHANG);
 
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == ECHILD ? ESRCH : errno;
 		}
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return ESRCH;
-		if (!WIFSTOPPED(status))
+		if (got == tid) {
+			if (WIFEXITED(status) || WIFSIGNALED(status))
+				return ESRCH;
+			if (!WIFSTOPPED(status))
+				continue;
+			/* PTRACE_EVENT_STOP: the interrupt or a group-stop;
+			 * anything else is a signal on its way to the thread,
+			 * which the detach must deliver. */
+			if ((status >> 16) != PTRACE_EVENT_STOP)
+				*resend = WSTOPSIG(status);
+			return 0;
+		}
+		rc = probe_stopped(tid, resend);
+		if (rc != 0)
+			return rc > 0 ? 0 : -rc;
+		/* A thread that has a CPU stops within microseconds: look
+		 * again at once a few times; then sleep, longer and longer
+		 * (up to 1 ms).  No sched_yield(): on a loaded machine one
+		 * yield can cost a whole time slice, while a sleeper that
+		 * wakes gets a CPU soon. */
+		if (round < 4 && now_ns() < deadline)
 			continue;
-		/* PTRACE_EVENT_STOP: the interrupt or a group-stop; anything
-		 * else is a signal on its way to the thread, which the detach
-		 * must deliver. */
-		if ((status >> 16) != PTRACE_EVENT_STOP)
-			*resend = WSTOPSIG(status);
-		return 0;
+		{
+			int64_t now = now_ns();
+
+			if (now >= deadline || round % 16 == 0) {
+				char c = thread_state(pid, tid);
+
+				if (c == 'Z' || c == 'X' || c == 'x')
+					return EXITING_UNREAPED;
+				/* A runnable thread stops as soon as it gets
+				 * a CPU, which only an overloaded machine
+				 * delays: it gets RUNNABLE_GRACE_NS more. */
+				if (now >= deadline &&
+				    (c != 'R' || now >= deadline + RUNNABLE_GRACE_NS))
+					return ETIMEDOUT;
+			}
+		}
+		{
+			unsigned int step = (round - 4) / 2;
+			long us = step < 8 ? 5L << step : 1000;
+			struct timespec ts = { 0, (us > 1000 ? 1000 : us) * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
 	}
+}
+
+/*
+ * Remembers attached thread `tid`, which the read could not stop in time
+ * (or which exited unreaped), so that a later call releases it.  Without
+ * memory for it, waits for the thread to stop as long as it takes (the
+ * only other choice would leave it stopped).
+ */
+static void owe_release(otel_thread_ctx_inspector *insp, pid_t tid)
+{
+	if (insp->owed_count == insp->owed_cap) {
+		size_t cap = insp->owed_cap ? 2 * insp->owed_cap : 8;
+		pid_t *p = realloc(insp->owed, cap * sizeof(*p));
+
+		if (p == NULL) {
+			int resend, rc;
+
+			while ((rc = wait_stopped(insp->info.pid, tid, now_ns() + 1000000000, &resend)) ==
+			       ETIMEDOUT)
+				;
+			if (rc == 0)
+				ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend);
+			return;
+		}
+		insp->owed = p;
+		insp->owed_cap = cap;
+	}
+	insp->owed[insp->owed_count++] = tid;
+}
+
+/*
+ * Releases the owed threads that can be released by CLOCK_MONOTONIC
+ * `deadline`: a stopped one is detached (with its signal), a reaped one
+ * forgotten; the others stay owed.  Looks at each once when the deadline
+ * has passed.
+ */
+static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline)
+{
+	do {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < insp->owed_count; i++) {
+			pid_t tid = insp->owed[i];
+			int resend, rc = wait_stopped(insp->info.pid, tid, 0, &resend);
+
+			if (rc == 0)
+				ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend);
+			else if (rc == ETIMEDOUT || rc == EXITING_UNREAPED)
+				insp->owed[kept++] = tid;
+		}
+		insp->owed_count = kept;
+		if (kept > 0 && now_ns() < deadline) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	} while (insp->owed_count > 0 && now_ns() < deadline);
 }
 
 static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
@@ -913,6 +1072,8 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 
 	if (insp == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
+	if (insp->owed_count > 0)
+		owed_release(insp, 0);
 	memset(out, 0, sizeof(*out));
 	out->tid = tid;
 	if (tid <= 0 || !is_thread_of(insp->info.pid, tid))
@@ -935,10 +1096,18 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 			waitpid(tid, NULL, __WALL | WNOHANG);
 		return out->status;
 	}
-	err = wait_stopped(tid, &resend);
+	err = wait_stopped(insp->info.pid, tid,
+			   now_ns() + (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000, &resend);
 	if (err != 0) {
-		out->sys_errno = err;
-		return out->status = err == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
+		/* Still attached: a thread that could not stop yet (or an
+		 * exited leader not reaped yet) is released by a later call,
+		 * once it stops. */
+		if (err == ETIMEDOUT || err == EXITING_UNREAPED)
+			owe_release(insp, tid);
+		out->sys_errno = err == EXITING_UNREAPED ? ESRCH : err;
+		return out->status = err == ETIMEDOUT ? OTEL_THREAD_CTX_ETIMEDOUT :
+				     err == ESRCH || err == EXITING_UNREAPED ? OTEL_THREAD_CTX_ESRCH :
+									       OTEL_THREAD_CTX_ESYS;
 	}
 	out->status = sample_stopped(insp, tid, out);
 	/* Detaching resumes the thread (or returns it to its group-stop). */

@@ -10,6 +10,7 @@ _Static_assert(OTEL_THREAD_CTX_ENOENT == -ENOENT, "ENOENT");
 _Static_assert(OTEL_THREAD_CTX_ESRCH == -ESRCH, "ESRCH");
 _Static_assert(OTEL_THREAD_CTX_EAGAIN == -EAGAIN, "EAGAIN");
 _Static_assert(OTEL_THREAD_CTX_EFAULT == -EFAULT, "EFAULT");
+_Static_assert(OTEL_THREAD_CTX_ETIMEDOUT == -ETIMEDOUT, "ETIMEDOUT");
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_strerror(int error)
 {
@@ -30,6 +31,8 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_strerror(int error)
 		return "the process context payload is not a valid ProcessContext message";
 	case OTEL_THREAD_CTX_ENOSLOT:
 		return "no loaded module of the process defines otel_thread_ctx_v1";
+	case OTEL_THREAD_CTX_ETIMEDOUT:
+		return "the thread did not stop for the read in time";
 	case OTEL_THREAD_CTX_EMODEL:
 		return "the slot is reached through a TLS access model the inspector does not support";
 	}

@@ -2,13 +2,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """The otel-thread-ctx-inspect command line against a live target.
 
-usage: cli.py INSPECTOR TARGET DLOPEN_TARGET NOACCESS_MODULE [--skip REASON]
+usage: cli.py INSPECTOR TARGET DLOPEN_TARGET NOACCESS_MODULE LIBRARY [--skip REASON]
 
 Table and --json output carry exactly the values the target published
 (tests/inspect/expected.h, mirrored below); --count repeats; the exit
 codes of the README: 2 usage, 3 no such process, 4 permission, 5 no slot,
-6 unsupported model, 8 broken records.  The targets must still end well afterwards.
+6 unsupported model, 8 broken records.  Names the process chose (a thread
+name, a key name, the path of the module, LIBRARY copied under a hostile
+name) reach the output escaped: no control byte in the table or the JSON,
+and the JSON gives each name back (a name that is not UTF-8 byte by byte,
+as U+00XX).  The targets must still end well afterwards.
 """
+import shutil
+import tempfile
 import json
 import os
 import subprocess
@@ -61,14 +67,63 @@ def run(inspector, *args, user=None):
     return r.returncode, r.stdout, r.stderr
 
 
+# Mirrors NAMES_THREAD and NAMES_KEY of target.c; the module's file name
+# carries the same kinds of bytes (the kernel escapes a newline in
+# /proc/PID/maps, so the path has none).
+NAMES_THREAD = b'\x1b]0;X\x07\n"\\\xff\xc2\x9bab'
+NAMES_KEY = b'k\x1b[31m\n"\\\xc2\x9b\xc3\xa9'
+NAMES_FILE = b'lib\x1b[1m"q\\\xc2\x9b\xc3\xa9.so'
+
+
+def controls(text):
+    """The C0 (but the line ends), DEL and C1 characters in text."""
+    return [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+
+
+def check_names(inspector, dlopen_target, library):
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(os.fsencode(d), NAMES_FILE)
+        shutil.copy(library, path)
+        t = Target(dlopen_target, "names", "--lib", os.fsdecode(path))
+        for args in ([], ["--json"]):
+            r = subprocess.run([inspector, *args, str(t.p.pid)], capture_output=True, timeout=60)
+            check(r.returncode == 0, f"names {args}: exit {r.returncode}: {r.stderr!r}")
+            out = r.stdout.decode("utf-8")  # fails on a byte that is not UTF-8
+            bad = controls(out)
+            check(not bad, f"names {args}: control characters {bad!r} in\n{out}")
+            if args:
+                doc = json.loads(out)
+                th = {x["tid"]: x for x in doc["threads"]}[t.tids[0]]
+                check(th["name"] == NAMES_THREAD.decode("latin-1"),
+                      f"thread name {th['name']!r}")
+                check(th["attributes"] == [{"index": 0, "key": NAMES_KEY.decode(), "value": "v"}],
+                      f"key {th['attributes']!r}")
+                check(doc["modules"][0]["path"] == os.fsdecode(path),
+                      f"module path {doc['modules'][0]['path']!r}")
+            else:
+                line = [l for l in out.splitlines() if l.startswith(f"{t.tids[0]} ")]
+                check(len(line) == 1 and
+                      "\\x1b]0;X\\x07\\x0a\\x22\\x5c\\xff\\xc2\\x9bab" in line[0] and
+                      'k\\x1b[31m\\x0a\\x22\\x5c\\xc2\\x9b\u00e9="v"' in line[0],
+                      f"names table line: {line}")
+                check('lib\\x1b[1m\\x22q\\x5c\\xc2\\x9b\u00e9.so' in out,
+                      f"module path in the table:\n{out}")
+        t.finish()
+    finally:
+        shutil.rmtree(d)
+    print("hostile thread, key and module names: escaped in the table, "
+          "given back by the JSON; no control byte printed")
+
+
 def main(argv):
-    if len(argv) >= 7 and argv[5] == "--skip":
-        print(f"SKIP: {argv[6]}")
+    if len(argv) >= 8 and argv[6] == "--skip":
+        print(f"SKIP: {argv[7]}")
         return 77
-    if len(argv) != 5:
+    if len(argv) != 6:
         print(__doc__, file=sys.stderr)
         return 2
-    inspector, target, dlopen_target, noaccess = argv[1:5]
+    inspector, target, dlopen_target, noaccess, library = argv[1:6]
     for f in (inspector, target, dlopen_target):
         check(os.access(f, os.X_OK), f"{f} is not an executable")
 
@@ -152,6 +207,7 @@ def main(argv):
           f"hostile table: exit {rc}\n{out}")
     t.finish()
     print("broken records: exit 8, each one named; the target kept running")
+    check_names(inspector, dlopen_target, library)
     return 0
 
 

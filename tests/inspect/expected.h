@@ -19,6 +19,10 @@
 /* The process context's key map. */
 #define EXPECTED_KEYS 4
 
+/* How long the vfork() child of the target's mode vfork sleeps: longer
+ * than OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS by a margin. */
+#define VFORK_CHILD_NS 2000000000L
+
 static inline const char *expected_key_name(unsigned int k)
 {
 	static const char *const names[EXPECTED_KEYS] = {

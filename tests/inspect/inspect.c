@@ -4,13 +4,15 @@
  *
  *   inspect [--skip REASON] MODE MODEL TARGET [TARGET ARGS...]
  *
- * MODE is the target's mode (values, manual, storm, hostile, churn) or
+ * MODE is the target's mode (values, manual, storm, hostile, churn, vfork),
+ * `reaper` (values, read while another thread reaps every child) or
  * `errors`; MODEL the access model the inspector must find for the first
  * module ("-": any).  Every mode ends by letting the target check that all
  * its threads kept running, and the target's exit status must be 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "expected.h"
@@ -385,6 +388,193 @@ static void run_churn(char **argv, const char *model)
 	CHECK(noctx > 0, "the main and the churning threads were never seen");
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A thread's state letter in /proc/PID/task/TID/stat ('?' if unreadable):
+ * the field after the name in parentheses (the last ')'). */
+static char thread_state(pid_t pid, pid_t tid)
+{
+	char path[64], line[512] = "", *close_paren;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return '?';
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	close_paren = strrchr(line, ')');
+	return close_paren != NULL && close_paren[1] == ' ' && close_paren[2] != '\0' ?
+		       close_paren[2] : '?';
+}
+
+/* Waits up to `seconds` for the thread's state to be (want) or not to be
+ * (!want) `state`; returns the last state seen. */
+static char wait_state(pid_t pid, pid_t tid, char state, int want, double seconds)
+{
+	double end = now_s() + seconds;
+	char c;
+
+	while (((c = thread_state(pid, tid)) == state) != want && now_s() < end)
+		usleep(200);
+	return c;
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "FAIL: a read did not return within 30 s (a wait that never ends)\n";
+
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * A profiler with a thread that reaps every child (waitpid(-1, __WALL)):
+ * it collects the stop reports of the inspector's tracees too.  Every read
+ * must still return, with the thread's record, and leave the thread
+ * running ('t' or 'T' in /proc/TID/stat would be a thread left stopped).
+ */
+static pid_t reaper_target;
+static int reaper_status = -1;
+static unsigned long reaper_stolen;
+
+static void *reaper(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, __WALL);
+
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p == reaper_target && (WIFEXITED(st) || WIFSIGNALED(st))) {
+			__atomic_store_n(&reaper_status, st, __ATOMIC_RELEASE);
+			break;
+		}
+		if (WIFSTOPPED(st))
+			__atomic_fetch_add(&reaper_stolen, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void run_reaper(char **argv)
+{
+	unsigned long rounds = env_count("OTEL_TEST_INSPECT_ROUNDS", 300) / 10;
+	struct otel_thread_ctx_inspect_thread th[64];
+	otel_thread_ctx_inspector *insp;
+	double worst = 0;
+	struct target t;
+	pthread_t r;
+	int status;
+
+	start_target(&t, argv, "values");
+	insp = open_checked(&t, "-");
+	reaper_target = t.pid;
+	CHECK(pthread_create(&r, NULL, reaper, NULL) == 0, "pthread_create");
+	signal(SIGALRM, on_alarm);
+	alarm(30);
+	for (unsigned long round = 0; round < rounds; round++) {
+		double t0 = now_s();
+		size_t n = 0;
+
+		CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+		if (now_s() - t0 > worst)
+			worst = now_s() - t0;
+		for (int i = 0; i < t.n; i++) {
+			const struct otel_thread_ctx_inspect_thread *th_i = find(th, n, t.tid[i]);
+			char state = thread_state(t.pid, t.tid[i]);
+
+			CHECK(state != 't' && state != 'T',
+			      "round %lu: thread %d left stopped (state %c, read: %s)", round, i, state,
+			      otel_thread_ctx_strerror(th_i->status));
+			if (i == EXPECTED_IDLE)
+				CHECK(th_i->status == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
+				      otel_thread_ctx_strerror(th_i->status));
+			else
+				check_record(th_i, i);
+		}
+	}
+	alarm(0);
+	otel_thread_ctx_inspect_close(insp);
+	close(t.in);
+	CHECK(pthread_join(r, NULL) == 0, "pthread_join");
+	status = __atomic_load_n(&reaper_status, __ATOMIC_ACQUIRE);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the target did not end well after the inspection (status 0x%x)", status);
+	close(t.out);
+	printf("reaper: %lu rounds of %d threads read exactly, the slowest in %.3f s; the reaper "
+	       "took %lu stop reports; no thread left stopped\n",
+	       rounds, t.n, worst, __atomic_load_n(&reaper_stolen, __ATOMIC_RELAXED));
+	CHECK(__atomic_load_n(&reaper_stolen, __ATOMIC_RELAXED) > 0,
+	      "the reaper took no stop report: the case was not exercised");
+}
+
+/*
+ * A thread that cannot stop for the read (in vfork(), waiting for a child
+ * that sleeps VFORK_CHILD_NS): the read gives up after
+ * OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS with ETIMEDOUT.  The thread stays
+ * attached and stops once the child exits (the kernel cannot be told to
+ * forget the interrupt); the next read, then close(), must release it.
+ */
+static void run_vfork(char **argv)
+{
+	struct otel_thread_ctx_inspect_thread th;
+	otel_thread_ctx_inspector *insp;
+	struct target t;
+	pid_t tid;
+
+	start_target(&t, argv, "vfork");
+	insp = open_checked(&t, "-");
+	tid = t.tid[0];
+	for (int pass = 0; pass < 2; pass++) {
+		const char *how = pass == 0 ? "the next read" : "close()";
+		double t0, took;
+		char c;
+		int rc;
+
+		/* The start of a vfork(): out of one (100 ms running), into
+		 * the next. */
+		c = wait_state(t.pid, tid, 'D', 0, 5);
+		CHECK(c != 'D', "the vforking thread never left vfork() (state %c)", c);
+		c = wait_state(t.pid, tid, 'D', 1, 5);
+		CHECK(c == 'D', "the vforking thread never entered vfork() (state %c)", c);
+		t0 = now_s();
+		rc = otel_thread_ctx_inspect_thread(insp, tid, &th);
+		took = now_s() - t0;
+		CHECK(rc == OTEL_THREAD_CTX_ETIMEDOUT && th.status == rc,
+		      "a thread in vfork(): %s after %.3f s (state now %c)",
+		      otel_thread_ctx_strerror(rc), took, thread_state(t.pid, tid));
+		CHECK(took >= OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS / 1000.0 * 0.99 &&
+			      took < OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS / 1000.0 + 0.5,
+		      "ETIMEDOUT after %.3f s", took);
+		/* The child ends; the thread stops for the interrupt. */
+		c = wait_state(t.pid, tid, 't', 1, 5);
+		CHECK(c == 't', "the thread did not stop after vfork() (state %c)", c);
+		if (pass == 0) {
+			rc = otel_thread_ctx_inspect_thread(insp, t.pid, &th);
+			CHECK(rc == OTEL_THREAD_CTX_ENOCTX, "main thread: %s",
+			      otel_thread_ctx_strerror(rc));
+		} else {
+			otel_thread_ctx_inspect_close(insp);
+		}
+		c = thread_state(t.pid, tid);
+		CHECK(c != 't' && c != 'T', "%s left the thread stopped (state %c)", how, c);
+		printf("a thread in vfork(): ETIMEDOUT after %.3f s; it stopped when vfork() "
+		       "returned, and %s released it\n", took, how);
+	}
+	finish_target(&t);
+}
+
 /* Errors the inspector must report without harm. */
 static void run_errors(char **argv)
 {
@@ -496,6 +686,10 @@ int main(int argc, char **argv)
 		run_hostile(argv + 3);
 	else if (strcmp(mode, "churn") == 0)
 		run_churn(argv + 3, model);
+	else if (strcmp(mode, "reaper") == 0)
+		run_reaper(argv + 3);
+	else if (strcmp(mode, "vfork") == 0)
+		run_vfork(argv + 3);
 	else if (strcmp(mode, "errors") == 0)
 		run_errors(argv + 3);
 	else if (strcmp(mode, "unsupported") == 0)

@@ -17,6 +17,12 @@
  *   hostile  one thread per broken record (expected.h, HOSTILE_*)
  *   churn    threads that publish and exit publishing, started one after
  *            another for as long as the target runs
+ *   names    one thread named NAMES_THREAD publishing a record whose one
+ *            attribute has the key NAMES_KEY (cli.py mirrors both): names
+ *            that would drive a terminal if printed raw
+ *   vfork    one thread (publishing nothing) that spends VFORK_CHILD_NS of
+ *            every round in vfork(), waiting for a child that sleeps (state
+ *            D: a thread that cannot stop for a while), then 100 ms running
  *
  * Through the library, a thread publishes either a copy of a context it
  * then destroys (even threads: the inspector reads the copy) or its record
@@ -34,12 +40,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "expected.h"
@@ -57,6 +66,11 @@ struct api {
 	int (*key_register)(const char *, unsigned int *);
 	int (*publish)(const struct otel_thread_ctx_process_attr *, size_t);
 };
+
+/* Escape sequences (OSC, CSI; C1 CSI U+009B), a newline, a quote, a
+ * backslash; the thread name is not UTF-8 (0xff), the key is. */
+#define NAMES_THREAD "\x1b]0;X\x07\n\"\\\xff\xc2\x9b" "ab"
+#define NAMES_KEY "k\x1b[31m\n\"\\\xc2\x9b\xc3\xa9"
 
 static struct api api;
 static void *handle;
@@ -227,13 +241,101 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/*
+ * vfork() with a child that sleeps VFORK_CHILD_NS, then exits, by system
+ * calls alone, on a stack of its own: returns the child's id in the parent
+ * once the child has exited.  Not through vfork(), which ThreadSanitizer
+ * turns into fork(), nor (on x86-64) through clone(), which ThreadSanitizer
+ * intercepts and refuses with CLONE_VM: there the system call is made here,
+ * and the child never returns from it.
+ */
+static char vfork_stack[65536] __attribute__((aligned(16)));
+static const struct timespec vfork_sleep = { VFORK_CHILD_NS / 1000000000,
+					     VFORK_CHILD_NS % 1000000000 };
+
+#if !defined(__x86_64__)
+static int vfork_child(void *arg)
+{
+	(void)arg;
+	syscall(SYS_nanosleep, &vfork_sleep, NULL);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+#endif
+
+static pid_t vfork_sleeping_child(void)
+{
+#if defined(__x86_64__)
+	long ret;
+	register long ptid __asm__("rdx") = 0;
+	register long ctid __asm__("r10") = 0;
+	register long tls __asm__("r8") = 0;
+	register const struct timespec *ts __asm__("r9") = &vfork_sleep;
+
+	/* clone(flags, stack, 0, 0, 0); the child (0 in rax) calls
+	 * nanosleep(ts, NULL) and exit(0).  syscall keeps r9. */
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "mov %[nanosleep], %%eax\n\t"
+			 "mov %%r9, %%rdi\n\t"
+			 "xor %%esi, %%esi\n\t"
+			 "syscall\n\t"
+			 "mov %[exit], %%eax\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "syscall\n\t"
+			 "1:\n\t"
+			 : "=a"(ret)
+			 : "0"((long)SYS_clone), "D"((long)(CLONE_VM | CLONE_VFORK | SIGCHLD)),
+			   "S"(vfork_stack + sizeof(vfork_stack)), "r"(ptid), "r"(ctid), "r"(tls),
+			   "r"(ts), [nanosleep] "i"(SYS_nanosleep), [exit] "i"(SYS_exit)
+			 : "rcx", "r11", "memory");
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return (pid_t)ret;
+#else
+	return clone(vfork_child, vfork_stack + sizeof(vfork_stack),
+		     CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+#endif
+}
+
+static void *vforker(void *arg)
+{
+	struct thread *t = arg;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	t->slot = 0;
+	pthread_setname_np(pthread_self(), "vforker");
+	pthread_barrier_wait(&ready);
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		pid_t child = vfork_sleeping_child();
+
+		if (child < 0)
+			die("vfork");
+		waitpid(child, NULL, 0);
+		__atomic_fetch_add(&t->progress, 1, __ATOMIC_RELAXED);
+		usleep(100000);
+	}
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	struct thread *t = arg;
 	char name[16];
 
 	t->tid = (pid_t)syscall(SYS_gettid);
-	if (strcmp(mode, "hostile") == 0) {
+	if (strcmp(mode, "names") == 0) {
+		static const uint8_t trace[16] = { 1 }, span[8] = { 2 };
+		struct otel_thread_ctx_attr a = { 0, 1, (const uint8_t *)"v" };
+
+		pthread_setname_np(pthread_self(), NAMES_THREAD);
+		t->slot = (uintptr_t)slot();
+		if (api.update_all(trace, span, 1, &a, 1) != 0)
+			die("publishing with update_all failed");
+	} else if (strcmp(mode, "hostile") == 0) {
 		snprintf(name, sizeof(name), "%s", hostile_name(t->index));
 		pthread_setname_np(pthread_self(), name);
 		t->slot = (uintptr_t)slot();
@@ -317,10 +419,15 @@ int main(int argc, char **argv)
 	} else if (argc == 2) {
 		mode = argv[1];
 	} else {
-		die("usage: target [--lib PATH] values|manual|storm|hostile|churn");
+		die("usage: target [--lib PATH] values|manual|storm|hostile|churn|names|vfork");
 	}
 	setup_api(lib);
-	if (strcmp(mode, "manual") != 0) {
+	if (strcmp(mode, "names") == 0) {
+		unsigned idx;
+
+		if (api.key_register(NAMES_KEY, &idx) != 0 || idx != 0 || api.publish(NULL, 0) != 0)
+			die("registering or publishing the key failed");
+	} else if (strcmp(mode, "manual") != 0) {
 		unsigned idx;
 
 		for (unsigned k = 0; k < EXPECTED_KEYS; k++)
@@ -333,12 +440,17 @@ int main(int argc, char **argv)
 		nthreads = EXPECTED_THREADS;
 	} else if (strcmp(mode, "hostile") == 0) {
 		nthreads = HOSTILE_COUNT;
+	} else if (strcmp(mode, "names") == 0) {
+		nthreads = 1;
 	} else if (strcmp(mode, "storm") == 0) {
 		nthreads = 1;
 		fn = storm;
 	} else if (strcmp(mode, "churn") == 0) {
 		nthreads = 2;
 		fn = churn;
+	} else if (strcmp(mode, "vfork") == 0) {
+		nthreads = 1;
+		fn = vforker;
 	} else {
 		die("unknown mode");
 	}

@@ -87,7 +87,15 @@ static void start_target(const char *path)
 
 		if (got < 0 && errno == EINTR)
 			continue;
-		CHECK(got == 1, "the scheduler ended before it ran (see its stderr)");
+		if (got != 1) {
+			int status = 0;
+			pid_t w = waitpid(target, &status, 0);
+
+			mt_fail(__FILE__, __LINE__,
+				"the scheduler ended before it ran (%s; see its stderr): %s 0x%x",
+				got < 0 ? strerror(errno) : "end of its output",
+				w == target ? "exit status" : "not reaped, waitpid", w == target ? status : errno);
+		}
 		if (line[len] == '\n')
 			break;
 		len++;
@@ -120,6 +128,7 @@ static void stop_target(void)
 
 static unsigned key_index(otel_thread_ctx_inspector *insp, const char *name)
 {
+	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
 	unsigned n = otel_thread_ctx_inspect_key_count(insp);
 
 	for (unsigned i = 0; i < n; i++) {
@@ -128,6 +137,13 @@ static unsigned key_index(otel_thread_ctx_inspector *insp, const char *name)
 		if (k != NULL && strcmp(k, name) == 0)
 			return i;
 	}
+	/* What was read instead. */
+	printf("process context: %s; %u keys:", otel_thread_ctx_inspect_strerror(info->process_ctx_status),
+	       n);
+	for (unsigned i = 0; i < n; i++)
+		printf(" \"%s\"", otel_thread_ctx_inspect_key_name(insp, i));
+	printf("\n");
+	kill(target, SIGKILL);
 	mt_fail(__FILE__, __LINE__, "the process context names no key \"%s\"", name);
 }
 
@@ -143,9 +159,9 @@ static void describe(const char *what, const struct otel_thread_ctx_inspect_thre
 {
 	const struct otel_thread_ctx_record *r = &t->record;
 
-	printf("%s: thread %d (%s): trace %016llx%016llx span %016llx flags %u, "
-	       "%u bytes of attributes, anomalies 0x%x\n",
-	       what, (int)t->tid, t->name, (unsigned long long)mn_get_be(r->trace_id, 8),
+	printf("%s: thread %d (%s): record at 0x%llx: trace %016llx%016llx span %016llx "
+	       "flags %u, %u bytes of attributes, anomalies 0x%x\n",
+	       what, (int)t->tid, t->name, (unsigned long long)t->record_address, (unsigned long long)mn_get_be(r->trace_id, 8),
 	       (unsigned long long)mn_get_be(r->trace_id + 8, 8),
 	       (unsigned long long)mn_get_be(r->span_id, 8), r->trace_flags, t->attrs_data_size,
 	       t->anomalies);
@@ -175,7 +191,15 @@ int main(int argc, char **argv)
 	rc = otel_thread_ctx_inspect_open(target, &insp);
 	if (rc != 0) {
 		kill(target, SIGKILL);
-		mt_fail(__FILE__, __LINE__, "inspect_open: %s", otel_thread_ctx_inspect_strerror(rc));
+		mt_fail(__FILE__, __LINE__, "inspect_open: %s (%d)", otel_thread_ctx_inspect_strerror(rc),
+			rc);
+	}
+	{
+		const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
+
+		for (size_t i = 0; i < info->module_count; i++)
+			printf("slot in %s: %s\n", info->modules[i].path,
+			       otel_thread_ctx_inspect_model_name(info->modules[i].model));
 	}
 	keys.task = key_index(insp, "task.name");
 	keys.round = key_index(insp, "request.round");
@@ -188,8 +212,11 @@ int main(int argc, char **argv)
 		size_t n = 0;
 
 		rc = otel_thread_ctx_inspect_threads(insp, th, MAX_THREADS, &n);
-		if (rc != 0)
+		if (rc != 0) {
+			printf("round %lu, %.3f s in: inspect_threads: %s\n", rounds, now_s() - start,
+			       otel_thread_ctx_inspect_strerror(rc));
 			break;
+		}
 		rounds++;
 		for (size_t i = 0; i < n && i < MAX_THREADS; i++) {
 			const struct otel_thread_ctx_inspect_thread *t = &th[i];
@@ -204,8 +231,12 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (t->status != OTEL_THREAD_CTX_OK) {
-				printf("thread %d (%s): %s\n", (int)t->tid, t->name,
-				       otel_thread_ctx_inspect_strerror(t->status));
+				printf("round %lu, %.3f s in: thread %d (%s): %s (status %d, errno %d, "
+				       "module %u, slot at 0x%llx, record at 0x%llx)\n",
+				       rounds, now_s() - start, (int)t->tid, t->name,
+				       otel_thread_ctx_inspect_strerror(t->status), t->status,
+				       t->sys_errno, t->module, (unsigned long long)t->slot_address,
+				       (unsigned long long)t->record_address);
 				bad++;
 			} else if (t->anomalies != 0 || !mn_identify(&t->record, &keys, &who)) {
 				describe("not the record of one task or job", t);

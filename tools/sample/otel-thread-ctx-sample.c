@@ -471,9 +471,11 @@ static int report(struct run *r)
 			const struct thread *t = th[i];
 			const struct otel_sampler_proc *p = otel_sampler_find(r->s, (pid_t)t->pid);
 
-			printf("%-8u %-8u %-16s %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %7" PRIu64
+			printf("%-8u %-8u ", t->pid, t->tid);
+			tool_text_cell(t->name, 16);
+			printf(" %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %7" PRIu64
 			       " %9" PRIu64 " %10" PRIu64 " ",
-			       t->pid, t->tid, t->name, t->samples, t->by_status[OTEL_THREAD_CTX_BPF_OK],
+			       t->samples, t->by_status[OTEL_THREAD_CTX_BPF_OK],
 			       no_context(t), t->by_status[OTEL_THREAD_CTX_BPF_INVALID],
 			       t->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED], unreadable(t));
 			if (t->has_record) {
