@@ -349,6 +349,20 @@ MUTANTS = [
            "\t\t->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
            ["fast-path-checks-static"], "update_span_id checks the ids of the draft "
            "(the record published before), not of the record published"),
+    # The slot walk both readers run, and how the inspector reads a TLS
+    # descriptor.
+    Mutant("walk-unreadable-ignored", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
+           "\tif (so_far == OTEL_THREAD_CTX_BPF_UNREADABLE ||\n"
+           "\t    module_status == OTEL_THREAD_CTX_BPF_UNREADABLE)\n"
+           "\t\treturn OTEL_THREAD_CTX_BPF_UNREADABLE;\n", "",
+           ["bpf-walk"], "a module whose slot cannot be read counts for nothing: a thread "
+           "whose record may be there reads as publishing nothing"),
+    Mutant("tlsdesc-static-by-size", "slot walk", "src/inspect/inspect.c",
+           "\t\tif (otel__tlsdesc_resolver_is_static(code)) {\n",
+           "\t\tif ((int64_t)desc[1] < 0 && (int64_t)desc[1] > -(INT64_C(1) << 20)) {\n",
+           ["inspect-values-far-tls-startup"], "a TLSDESC argument is told static from "
+           "dynamic by its size, not by the resolver: a static offset beyond 1 MiB is "
+           "taken for a pointer"),
 ]
 
 CONFIGS = {
