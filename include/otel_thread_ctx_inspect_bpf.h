@@ -27,7 +27,8 @@
  * A process may have several modules that define the slot (a library and a
  * copy of it, an executable and a library).  Which one counts in a thread
  * is one rule, the same for the inspector and the BPF reader (both run
- * otel_thread_ctx_bpf_walk_module() and otel_thread_ctx_bpf_walk_fold(),
+ * otel_thread_ctx_bpf_walk_module(), otel_thread_ctx_bpf_walk_fold() and
+ * otel_thread_ctx_bpf_walk_status(),
  * below):
  *
  *   - the modules are looked at in the description's order, and the first
@@ -276,19 +277,26 @@ otel_thread_ctx_bpf_walk_module(OTEL_THREAD_CTX_BPF_U64 ctx,
 }
 
 /*
- * The thread's status so far (start with NO_TLS) after one more module
- * without a record, whose walk gave `module_status`: the rule above,
- * UNREADABLE over NO_CONTEXT over NO_TLS.
+ * The rule above, in two steps: `seen` (start with 0) collects the outcome
+ * of each module without a record (otel_thread_ctx_bpf_walk_fold() adds
+ * one); otel_thread_ctx_bpf_walk_status() gives the thread's status from
+ * it: UNREADABLE over NO_CONTEXT over NO_TLS.  Without branches: a BPF
+ * verifier that had to follow each combination would check the unrolled
+ * loop once per combination.
  */
-OTEL_THREAD_CTX_BPF_WALK_FN int otel_thread_ctx_bpf_walk_fold(int so_far, int module_status)
+OTEL_THREAD_CTX_BPF_WALK_FN OTEL_THREAD_CTX_BPF_U32
+otel_thread_ctx_bpf_walk_fold(OTEL_THREAD_CTX_BPF_U32 seen, int module_status)
 {
-	if (so_far == OTEL_THREAD_CTX_BPF_UNREADABLE ||
-	    module_status == OTEL_THREAD_CTX_BPF_UNREADABLE)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	if (so_far == OTEL_THREAD_CTX_BPF_NO_CONTEXT ||
-	    module_status == OTEL_THREAD_CTX_BPF_NO_CONTEXT)
-		return OTEL_THREAD_CTX_BPF_NO_CONTEXT;
-	return OTEL_THREAD_CTX_BPF_NO_TLS;
+	return seen | (1u << ((OTEL_THREAD_CTX_BPF_U32)module_status & 7u));
+}
+
+OTEL_THREAD_CTX_BPF_WALK_FN int otel_thread_ctx_bpf_walk_status(OTEL_THREAD_CTX_BPF_U32 seen)
+{
+	OTEL_THREAD_CTX_BPF_U32 u = (seen >> OTEL_THREAD_CTX_BPF_UNREADABLE) & 1u;
+	OTEL_THREAD_CTX_BPF_U32 n = (seen >> OTEL_THREAD_CTX_BPF_NO_CONTEXT) & 1u & ~u;
+
+	return (int)(OTEL_THREAD_CTX_BPF_NO_TLS * (1u - u - n) + OTEL_THREAD_CTX_BPF_UNREADABLE * u +
+		     OTEL_THREAD_CTX_BPF_NO_CONTEXT * n);
 }
 
 #endif /* the slot walk */

@@ -177,8 +177,7 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 tp = otel_thread_ctx_bpf_thread_pointer();
-	int status = OTEL_THREAD_CTX_BPF_NO_TLS;
-	__u32 i;
+	__u32 i, seen = 0;
 
 	ev->pid = (__u32)(id >> 32);
 	ev->tid = (__u32)id;
@@ -203,7 +202,7 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 			break;
 		rc = otel_thread_ctx_bpf_walk_module(0, proc, &proc->modules[i], tp, &slot, &rec);
 		if (rc != OTEL_THREAD_CTX_BPF_OK) {
-			status = otel_thread_ctx_bpf_walk_fold(status, rc);
+			seen = otel_thread_ctx_bpf_walk_fold(seen, rc);
 			continue;
 		}
 		ev->module = (__u8)i;
@@ -211,7 +210,7 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 		ev->status = otel_thread_ctx_bpf_read_record(rec, &ev->record, &ev->attrs_data_size);
 		return ev->status;
 	}
-	ev->status = status;
+	ev->status = otel_thread_ctx_bpf_walk_status(seen);
 	return ev->status;
 }
 

@@ -352,9 +352,8 @@ MUTANTS = [
     # The slot walk both readers run, and how the inspector reads a TLS
     # descriptor.
     Mutant("walk-unreadable-ignored", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
-           "\tif (so_far == OTEL_THREAD_CTX_BPF_UNREADABLE ||\n"
-           "\t    module_status == OTEL_THREAD_CTX_BPF_UNREADABLE)\n"
-           "\t\treturn OTEL_THREAD_CTX_BPF_UNREADABLE;\n", "",
+           "\tOTEL_THREAD_CTX_BPF_U32 u = (seen >> OTEL_THREAD_CTX_BPF_UNREADABLE) & 1u;\n",
+           "\tOTEL_THREAD_CTX_BPF_U32 u = 0;\n",
            ["bpf-walk"], "a module whose slot cannot be read counts for nothing: a thread "
            "whose record may be there reads as publishing nothing"),
     Mutant("tlsdesc-static-by-size", "slot walk", "src/inspect/inspect.c",

@@ -569,7 +569,7 @@ static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
 {
 	pid_t pid = insp->info.pid;
 	int err = otel__inspect_thread_pointer(tid, &out->thread_pointer);
-	int status = OTEL_THREAD_CTX_BPF_NO_TLS;
+	uint32_t seen = 0;
 	bool null_seen = false;
 
 	if (err != 0) {
@@ -593,9 +593,9 @@ static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
 			out->module = (unsigned int)i;
 			out->slot_address = slot;
 		}
-		status = otel_thread_ctx_bpf_walk_fold(status, rc);
+		seen = otel_thread_ctx_bpf_walk_fold(seen, rc);
 	}
-	return walk_error(status);
+	return walk_error(otel_thread_ctx_bpf_walk_status(seen));
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
