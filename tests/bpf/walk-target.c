@@ -2,9 +2,10 @@
 /*
  * The target of walk-check.c: two modules that define the slot (LIB_A and
  * LIB_B, each plain-slot.c), both dlopen()ed into dynamic TLS after the
- * threads started (so that a thread that touches neither has no block for
- * it, with glibc as with musl), and in some threads module B's DTV entry
- * pointed at a page that cannot be read: B's slot is unreadable there.
+ * threads started (so that, with glibc, a thread that touches neither has
+ * no block for it; musl gives every thread its block at dlopen()), and in
+ * some threads module B's DTV entry pointed at a page that cannot be read:
+ * B's slot is unreadable there.
  *
  *   walk-target LIB_A LIB_B
  *
