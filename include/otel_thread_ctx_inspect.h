@@ -27,10 +27,13 @@
  *   list grows with the process's maps;
  * - the module's dynamic relocations against the slot say how its code
  *   reaches it, and so how a reader finds it (OTEP 4947 lists the models):
- *     TLSDESC:          the descriptor's argument (second word, read from
- *                       the process) is either a small offset from the
- *                       thread pointer (static TLS), or a pointer to
- *                       {module id, offset} (dynamic TLS: a DTV walk);
+ *     TLSDESC:          the descriptor (two words, read from the process)
+ *                       is {resolver, argument}; as the dynamic loader
+ *                       decided, the argument is an offset from the
+ *                       thread pointer (static TLS) when the resolver is
+ *                       the C library's static one (matched by its code),
+ *                       else a pointer to {module id, offset} (dynamic
+ *                       TLS: a DTV walk);
  *     general-dynamic:  the module id and offset from the DTPMOD64 and
  *                       DTPOFF64 GOT entries (a DTV walk);
  *     initial-exec:     the offset from the TPOFF64 / TLS_TPREL GOT entry;
@@ -323,7 +326,9 @@ struct otel_thread_ctx_inspect_info {
 	int libc; /* enum otel_thread_ctx_inspect_libc */
 	/* The modules defining the slot, in address order (at least one).
 	 * A thread's record is read from the first module whose slot is
-	 * not NULL in that thread. */
+	 * not NULL in that thread; when none has a record, the thread is
+	 * EFAULT if some module's slot could not be read, else ENOCTX (the
+	 * rule of the BPF reader too: otel_thread_ctx_inspect_bpf.h). */
 	size_t module_count;
 	const struct otel_thread_ctx_inspect_module *modules;
 	/* The process context: OTEL_THREAD_CTX_OK and a snapshot, or the
@@ -351,7 +356,8 @@ struct otel_thread_ctx_inspect_thread {
  *   OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (see Steps).
 	 * EINVALID: the record's valid byte is not 1 (a lost sample; the
 	 *   header is in `record`).
-	 * EFAULT: the record (or the TLS block) is not readable memory.
+	 * EFAULT: the record, or the slot of a module (its DTV entry, its
+	 *   TLS block), is not readable memory (see info->modules).
 	 * EFORMAT: the record pointer is not 2-aligned.
 	 * ESRCH: the thread exited before or while it was read.
 	 * EPERM: not allowed to attach (or traced by another tracer).
@@ -360,9 +366,12 @@ struct otel_thread_ctx_inspect_thread {
 	int status;
 	int sys_errno;
 	unsigned int anomalies;  /* OTEL_THREAD_CTX_INSPECT_* bits */
-	unsigned int module;     /* index in info->modules of the slot read */
+	/* The module whose slot was read (index in info->modules), and the
+	 * slot's address; for ENOCTX, the first module whose slot is NULL
+	 * (0 and 0 when none is). */
+	unsigned int module;
 	uint64_t thread_pointer;
-	uint64_t slot_address;   /* 0 when not computed */
+	uint64_t slot_address;
 	uint64_t record_address; /* the slot's value */
 	uint16_t attrs_data_size; /* as found in the process, before clamping */
 	struct otel_thread_ctx_record record;

@@ -20,16 +20,26 @@
  *                                                   0 or all ones: no block
  *               slot  = block + dtv_offset
  *
- * The DTV layout depends on the C library and the CPU:
+ * The DTV layout depends on the C library and the CPU; the inspector fills
+ * it in from its one table of layouts (doc/inspector.md, "Where the slot
+ * is", lists them).
  *
- *   glibc x86-64   dtv_at  8, count_at -16, entry 16  (dtv[-1] is the length)
- *   glibc aarch64  dtv_at  0, count_at -16, entry 16
- *   musl  x86-64   dtv_at  8, count_at   0, entry  8  (dtv[0] is the count)
- *   musl  aarch64  dtv_at -8, count_at   0, entry  8
+ * A process may have several modules that define the slot (a library and a
+ * copy of it, an executable and a library).  Which one counts in a thread
+ * is one rule, the same for the inspector and the BPF reader (both run
+ * otel_thread_ctx_bpf_walk_module(), otel_thread_ctx_bpf_walk_fold() and
+ * otel_thread_ctx_bpf_walk_status(),
+ * below):
  *
- * A process may have several modules that define the slot; a thread's record
- * is read from the first one whose slot is not NULL in that thread (as the
- * inspector does).
+ *   - the modules are looked at in the description's order, and the first
+ *     whose slot holds a record pointer (not NULL) is read;
+ *   - when none does, the thread's status is UNREADABLE if the slot of some
+ *     module could not be reached or read (the DTV, the block or the slot
+ *     is not readable memory: that module may hold the thread's record, so
+ *     nothing can be said), else NO_CONTEXT if some slot was NULL, else
+ *     NO_TLS (no module has a block in this thread);
+ *   - the inspector reports these as ENOCTX (NO_CONTEXT, NO_TLS) and
+ *     EFAULT (UNREADABLE).
  *
  * struct otel_thread_ctx_bpf_event is one sample: who, what the reader found
  * (status), and a copy of the record: its 28-byte header, then exactly
@@ -78,7 +88,14 @@
 #define OTEL_THREAD_CTX_BPF_LIBC_MUSL 2
 
 struct otel_thread_ctx_bpf_module {
-	OTEL_THREAD_CTX_BPF_S64 tp_offset;  /* KIND_STATIC */
+	union {
+		OTEL_THREAD_CTX_BPF_S64 tp_offset; /* KIND_STATIC */
+		/* KIND_DTV with glibc: the lowest DTV generation (the DTV's
+		 * entry 0) at which a thread's entry for module_id is this
+		 * module's, not one left by a module unloaded since under the
+		 * same id; 0: not known, not checked. */
+		OTEL_THREAD_CTX_BPF_U64 dtv_gen;
+	};
 	OTEL_THREAD_CTX_BPF_U64 dtv_offset; /* KIND_DTV: the slot's offset in the block */
 	OTEL_THREAD_CTX_BPF_U32 kind;
 	OTEL_THREAD_CTX_BPF_U32 module_id;  /* KIND_DTV: the module's DTV index, >= 1 */
@@ -188,3 +205,115 @@ OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_event) ==
 #undef OTEL_THREAD_CTX_BPF_ASSERT
 
 #endif /* OTEL_THREAD_CTX_INSPECT_BPF_H */
+
+/*
+ * The slot walk, written once for both readers.  It is compiled where the
+ * includer defines OTEL_THREAD_CTX_BPF_READ_U64(ctx, addr, v): read the 8
+ * bytes at address `addr` of the process (`ctx` says which, for a reader
+ * that needs to know) into *v, 0 on success.  otel_thread_ctx_reader.bpf.h
+ * defines it with bpf_probe_read_user(); the inspector with
+ * process_vm_readv().  Outside the include guard, so that including this
+ * header first does not hide it.
+ */
+#if defined(OTEL_THREAD_CTX_BPF_READ_U64) && !defined(OTEL_THREAD_CTX_BPF_WALK_DEFINED)
+#define OTEL_THREAD_CTX_BPF_WALK_DEFINED
+
+#if defined(__bpf__)
+#define OTEL_THREAD_CTX_BPF_WALK_FN static __always_inline
+#else
+#define OTEL_THREAD_CTX_BPF_WALK_FN static inline
+#endif
+
+/*
+ * The address of module m's slot in the thread whose thread pointer is tp:
+ * OTEL_THREAD_CTX_BPF_OK and *slot, NO_TLS (a dynamic module the thread has
+ * no block for yet) or UNREADABLE (the DTV cannot be read).
+ */
+OTEL_THREAD_CTX_BPF_WALK_FN int
+otel_thread_ctx_bpf_walk_slot_address(OTEL_THREAD_CTX_BPF_U64 ctx,
+				      const struct otel_thread_ctx_bpf_proc *proc,
+				      const struct otel_thread_ctx_bpf_module *m,
+				      OTEL_THREAD_CTX_BPF_U64 tp, OTEL_THREAD_CTX_BPF_U64 *slot)
+{
+	OTEL_THREAD_CTX_BPF_U64 dtv = 0, count = 0, block = 0, id = m->module_id;
+
+	(void)ctx; /* a reader may not need it */
+	if (m->kind == OTEL_THREAD_CTX_BPF_KIND_STATIC) {
+		*slot = tp + (OTEL_THREAD_CTX_BPF_U64)m->tp_offset;
+		return OTEL_THREAD_CTX_BPF_OK;
+	}
+	if (m->kind != OTEL_THREAD_CTX_BPF_KIND_DTV || proc->dtv_entry_size == 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, tp + (OTEL_THREAD_CTX_BPF_U64)proc->dtv_at, &dtv) != 0 ||
+	    dtv == 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, dtv + (OTEL_THREAD_CTX_BPF_U64)proc->dtv_count_at,
+					 &count) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	/* A thread whose DTV predates the module's load has fewer entries. */
+	if (id == 0 || id > count)
+		return OTEL_THREAD_CTX_BPF_NO_TLS;
+	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, dtv + id * proc->dtv_entry_size, &block) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	/* An entry older than the module: the thread has not touched it
+	 * since it was loaded (dtv_gen above). */
+	if (m->dtv_gen != 0) {
+		OTEL_THREAD_CTX_BPF_U64 gen = 0;
+
+		if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, dtv, &gen) != 0)
+			return OTEL_THREAD_CTX_BPF_UNREADABLE;
+		if (gen < m->dtv_gen)
+			return OTEL_THREAD_CTX_BPF_NO_TLS;
+	}
+	/* Not allocated yet: 0 (musl), TLS_DTV_UNALLOCATED, all ones (glibc). */
+	if (block == 0 || block == ~(OTEL_THREAD_CTX_BPF_U64)0)
+		return OTEL_THREAD_CTX_BPF_NO_TLS;
+	*slot = block + m->dtv_offset;
+	return OTEL_THREAD_CTX_BPF_OK;
+}
+
+/*
+ * Module m in that thread: OK with *slot and *record (not 0: this module's
+ * slot holds a record pointer), NO_CONTEXT with *slot (the slot is NULL),
+ * NO_TLS or UNREADABLE (the slot's address, or the slot, cannot be read).
+ */
+OTEL_THREAD_CTX_BPF_WALK_FN int
+otel_thread_ctx_bpf_walk_module(OTEL_THREAD_CTX_BPF_U64 ctx,
+				const struct otel_thread_ctx_bpf_proc *proc,
+				const struct otel_thread_ctx_bpf_module *m, OTEL_THREAD_CTX_BPF_U64 tp,
+				OTEL_THREAD_CTX_BPF_U64 *slot, OTEL_THREAD_CTX_BPF_U64 *record)
+{
+	int rc = otel_thread_ctx_bpf_walk_slot_address(ctx, proc, m, tp, slot);
+
+	(void)ctx;
+	if (rc != OTEL_THREAD_CTX_BPF_OK)
+		return rc;
+	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, *slot, record) != 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	return *record != 0 ? OTEL_THREAD_CTX_BPF_OK : OTEL_THREAD_CTX_BPF_NO_CONTEXT;
+}
+
+/*
+ * The rule above, in two steps: `seen` (start with 0) collects the outcome
+ * of each module without a record (otel_thread_ctx_bpf_walk_fold() adds
+ * one); otel_thread_ctx_bpf_walk_status() gives the thread's status from
+ * it: UNREADABLE over NO_CONTEXT over NO_TLS.  Without branches: a BPF
+ * verifier that had to follow each combination would check the unrolled
+ * loop once per combination.
+ */
+OTEL_THREAD_CTX_BPF_WALK_FN OTEL_THREAD_CTX_BPF_U32
+otel_thread_ctx_bpf_walk_fold(OTEL_THREAD_CTX_BPF_U32 seen, int module_status)
+{
+	return seen | (1u << ((OTEL_THREAD_CTX_BPF_U32)module_status & 7u));
+}
+
+OTEL_THREAD_CTX_BPF_WALK_FN int otel_thread_ctx_bpf_walk_status(OTEL_THREAD_CTX_BPF_U32 seen)
+{
+	OTEL_THREAD_CTX_BPF_U32 u = (seen >> OTEL_THREAD_CTX_BPF_UNREADABLE) & 1u;
+	OTEL_THREAD_CTX_BPF_U32 n = (seen >> OTEL_THREAD_CTX_BPF_NO_CONTEXT) & 1u & ~u;
+
+	return (int)(OTEL_THREAD_CTX_BPF_NO_TLS * (1u - u - n) + OTEL_THREAD_CTX_BPF_UNREADABLE * u +
+		     OTEL_THREAD_CTX_BPF_NO_CONTEXT * n);
+}
+
+#endif /* the slot walk */

@@ -59,6 +59,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
+/* The slot walk of otel_thread_ctx_inspect_bpf.h, shared with the inspector,
+ * reads the process with bpf_probe_read_user(). */
+#define OTEL_THREAD_CTX_BPF_READ_U64(ctx, addr, v)                              \
+	bpf_probe_read_user((v), sizeof(__u64), (const void *)(addr))
 #include "otel_thread_ctx_inspect_bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
@@ -106,42 +110,17 @@ static __always_inline int otel_thread_ctx_bpf_task_exiting(void)
 	return (BPF_CORE_READ(task, flags) & OTEL__PF_EXITING) != 0;
 }
 
-static __always_inline int otel__bpf_read_u64(__u64 addr, __u64 *v)
-{
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
-}
-
 /*
  * The address of module m's slot in the thread whose thread pointer is tp:
  * OTEL_THREAD_CTX_BPF_OK and *slot, NO_TLS (the thread has no block for a
- * dynamic module yet) or UNREADABLE.
+ * dynamic module yet) or UNREADABLE.  The walk of
+ * otel_thread_ctx_inspect_bpf.h, which the inspector runs too.
  */
 static __always_inline int
 otel_thread_ctx_bpf_slot_address(const struct otel_thread_ctx_bpf_proc *proc,
 				 const struct otel_thread_ctx_bpf_module *m, __u64 tp, __u64 *slot)
 {
-	__u64 dtv = 0, count = 0, block = 0, id = m->module_id;
-
-	if (m->kind == OTEL_THREAD_CTX_BPF_KIND_STATIC) {
-		*slot = tp + (__u64)m->tp_offset;
-		return OTEL_THREAD_CTX_BPF_OK;
-	}
-	if (m->kind != OTEL_THREAD_CTX_BPF_KIND_DTV)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	if (otel__bpf_read_u64(tp + (__u64)proc->dtv_at, &dtv) != 0 || dtv == 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	if (otel__bpf_read_u64(dtv + (__u64)proc->dtv_count_at, &count) != 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	/* A thread whose DTV predates the module's load has fewer entries. */
-	if (id == 0 || id > count)
-		return OTEL_THREAD_CTX_BPF_NO_TLS;
-	if (otel__bpf_read_u64(dtv + id * proc->dtv_entry_size, &block) != 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	/* Not allocated yet: 0 (musl), TLS_DTV_UNALLOCATED, all ones (glibc). */
-	if (block == 0 || block == ~(__u64)0)
-		return OTEL_THREAD_CTX_BPF_NO_TLS;
-	*slot = block + m->dtv_offset;
-	return OTEL_THREAD_CTX_BPF_OK;
+	return otel_thread_ctx_bpf_walk_slot_address(0, proc, m, tp, slot);
 }
 
 /*
@@ -187,9 +166,10 @@ static __always_inline int otel_thread_ctx_bpf_read_record(__u64 addr,
  * an exiting task nothing is read, and the status is EXITING.  The caller
  * sets time_ns if it wants it.  Returns ev->status.
  *
- * With several modules, the first whose slot is not NULL is read.  When none
- * has a record: NO_CONTEXT if some slot was NULL, else what the first module
- * gave (NO_TLS, UNREADABLE).
+ * With several modules, the rule of otel_thread_ctx_inspect_bpf.h: the
+ * first whose slot is not NULL is read; when none has a record, UNREADABLE
+ * if some module's slot could not be read, else NO_CONTEXT if some slot was
+ * NULL, else NO_TLS.
  */
 static __always_inline int
 otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
@@ -197,8 +177,7 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 tp = otel_thread_ctx_bpf_thread_pointer();
-	int status = OTEL_THREAD_CTX_BPF_UNREADABLE, seen_null = 0;
-	__u32 i;
+	__u32 i, seen = 0;
 
 	ev->pid = (__u32)(id >> 32);
 	ev->tid = (__u32)id;
@@ -221,16 +200,9 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 
 		if (i >= proc->module_count)
 			break;
-		rc = otel_thread_ctx_bpf_slot_address(proc, &proc->modules[i], tp, &slot);
-		if (rc == OTEL_THREAD_CTX_BPF_OK && otel__bpf_read_u64(slot, &rec) != 0)
-			rc = OTEL_THREAD_CTX_BPF_UNREADABLE;
+		rc = otel_thread_ctx_bpf_walk_module(0, proc, &proc->modules[i], tp, &slot, &rec);
 		if (rc != OTEL_THREAD_CTX_BPF_OK) {
-			if (i == 0)
-				status = rc;
-			continue;
-		}
-		if (rec == 0) {
-			seen_null = 1;
+			seen = otel_thread_ctx_bpf_walk_fold(seen, rc);
 			continue;
 		}
 		ev->module = (__u8)i;
@@ -238,7 +210,7 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 		ev->status = otel_thread_ctx_bpf_read_record(rec, &ev->record, &ev->attrs_data_size);
 		return ev->status;
 	}
-	ev->status = seen_null ? OTEL_THREAD_CTX_BPF_NO_CONTEXT : status;
+	ev->status = otel_thread_ctx_bpf_walk_status(seen);
 	return ev->status;
 }
 

@@ -409,9 +409,9 @@ MUTANTS = [
            "\tint p = open(path, O_RDONLY | O_CLOEXEC), fd;\n",
            ["inspect-modules-fifo"], "a module's file is opened for reading before it is "
            "known to be a regular file: a FIFO swapped in blocks the open"),
-    Mutant("modules-dtv-generation", "module discovery", INSPECT,
-           "\t\t\tif (gen < insp->found[m - insp->modules].dtv_gen)\n",
-           "\t\t\tif (0 && gen < insp->found[m - insp->modules].dtv_gen)\n",
+    Mutant("modules-dtv-generation", "module discovery", "include/otel_thread_ctx_inspect_bpf.h",
+           "\t\tif (gen < m->dtv_gen)\n",
+           "\t\tif (0 && gen < m->dtv_gen)\n",
            ["inspect-modules-stale-dtv"], "a thread's DTV entry older than the module "
            "(left from a module unloaded since) is read as the module's"),
     # The inspector never blocks and never leaves a thread stopped.
@@ -433,6 +433,19 @@ MUTANTS = [
            "\t\ttool_text_cell(t->name, 16);\n",
            "\t\tprintf(\"%-16s\", t->name);\n", ["inspect-cli"],
            "the table prints thread names raw"),
+    # The slot walk both readers run, and how the inspector reads a TLS
+    # descriptor.
+    Mutant("walk-unreadable-ignored", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
+           "\tOTEL_THREAD_CTX_BPF_U32 u = (seen >> OTEL_THREAD_CTX_BPF_UNREADABLE) & 1u;\n",
+           "\tOTEL_THREAD_CTX_BPF_U32 u = 0;\n",
+           ["bpf-walk"], "a module whose slot cannot be read counts for nothing: a thread "
+           "whose record may be there reads as publishing nothing"),
+    Mutant("tlsdesc-static-by-size", "slot walk", "src/inspect/inspect.c",
+           "\t\tif (otel__tlsdesc_resolver_is_static(code)) {\n",
+           "\t\tif ((int64_t)desc[1] < 0 && (int64_t)desc[1] > -(INT64_C(1) << 20)) {\n",
+           ["inspect-values-far-tls-startup"], "a TLSDESC argument is told static from "
+           "dynamic by its size, not by the resolver: a static offset beyond 1 MiB is "
+           "taken for a pointer"),
 ]
 
 CONFIGS = {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* aarch64: the address of a thread-local variable in the calling thread, computed
  * with the TLS descriptor sequence of the AAELF64 / sysvabi64 ABI.
- * Included only through src/tls.h. */
+ * Included through src/tls.h, and by the inspector for
+ * otel__tlsdesc_resolver_is_static(). */
 #ifndef OTEL_ARCH_AARCH64_TLSDESC_H
 #define OTEL_ARCH_AARCH64_TLSDESC_H
 
@@ -106,18 +107,48 @@ static inline uintptr_t otel__thread_pointer(void)
 		".popsection");
 
 /*
+ * The bytes of a TLSDESC resolver that otel__tlsdesc_resolver_is_static()
+ * looks at: two hints at most, then two instructions.
+ */
+#define OTEL__TLSDESC_RESOLVER_SIZE 16
+
+/*
+ * Whether the resolver whose first OTEL__TLSDESC_RESOLVER_SIZE bytes are at
+ * `code` is the resolver of static TLS, the one the dynamic loader puts in a
+ * descriptor whose argument is the variable's offset from the thread
+ * pointer: `ldr x0, [x0, #8]; ret` in glibc (_dl_tlsdesc_return) and musl
+ * (__tlsdesc_static), after at most two instructions of the HINT space
+ * (none of which writes x0): the `bti c` of a C library built for BTI, or
+ * the nop that stands for it in one that is not (Debian 12's glibc:
+ * `nop; ldr x0, [x0, #8]; ret`).  The eBPF profiler's TLS reader decides
+ * the same way (open-telemetry/opentelemetry-ebpf-profiler,
+ * tls/tlsdesc_aarch64.go, tlsdescReturnsArg()).  Used by the writer
+ * (otel__tlsdesc_is_static(), below) on its own descriptor and by the
+ * inspector (src/inspect/inspect.c) on the bytes it read from a process.
+ */
+static inline int otel__tlsdesc_resolver_is_static(const unsigned char *code)
+{
+	uint32_t insn[OTEL__TLSDESC_RESOLVER_SIZE / 4];
+	unsigned int i = 0;
+
+	__builtin_memcpy(insn, code, sizeof(insn));
+	while (i < 2 && (insn[i] & 0xfffff01fu) == 0xd503201fu) /* hint #imm */
+		i++;
+	return insn[i] == 0xf9400400u && insn[i + 1] == 0xd65f03c0u;
+}
+
+/*
  * Whether the TLS access at `code` (an OTEL__TLSDESC_PROBE) reaches static
  * TLS, where a variable lies at the same offset from the thread pointer in
  * every thread.  It does when the linker relaxed it (to local-exec or
  * initial-exec: the blr is a nop), which it does only in an executable; or
- * when the descriptor names the resolver of static TLS, whose body is
- * `ldr x0, [x0, #8]; ret` in glibc and musl, after a `bti c` where the C
- * library is built for BTI, or the nop that stands for it where it is not
- * (Debian 12's glibc: `nop; ldr x0, [x0, #8]; ret`).  Anything else is "no": the caller keeps to the TLSDESC call.
+ * when the descriptor names the resolver of static TLS
+ * (otel__tlsdesc_resolver_is_static()).  Anything else is "no": the caller
+ * keeps to the TLSDESC call.
  */
 static inline int otel__tlsdesc_is_static(const unsigned char *code)
 {
-	uint32_t insn[4], body[2];
+	uint32_t insn[4];
 	const unsigned char *resolver;
 	const void *const *desc;
 	uintptr_t page;
@@ -134,14 +165,7 @@ static inline int otel__tlsdesc_is_static(const unsigned char *code)
 	page = ((uintptr_t)code & ~(uintptr_t)0xfff) + (uintptr_t)(imm * 4096);
 	desc = (const void *const *)(page + ((insn[2] >> 10) & 0xfffu));
 	resolver = (const unsigned char *)__atomic_load_n(&desc[0], __ATOMIC_RELAXED);
-	if (resolver == 0)
-		return 0;
-	__builtin_memcpy(body, resolver, sizeof(body));
-	if (body[0] == 0xd503245fu || body[0] == 0xd503201fu) { /* bti c, nop */
-		resolver += 4;
-		__builtin_memcpy(body, resolver, sizeof(body));
-	}
-	return body[0] == 0xf9400400u && body[1] == 0xd65f03c0u;
+	return resolver != 0 && otel__tlsdesc_resolver_is_static(resolver);
 }
 
 #endif /* OTEL_ARCH_AARCH64_TLSDESC_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* x86-64: the address of a thread-local variable in the calling thread,
  * computed with the TLS descriptor sequence of the x86-64 psABI ("gnu2"
- * dialect).  Included only through src/tls.h. */
+ * dialect).  Included through src/tls.h, and by the inspector for
+ * otel__tlsdesc_resolver_is_static(). */
 #ifndef OTEL_ARCH_X86_64_TLSDESC_H
 #define OTEL_ARCH_X86_64_TLSDESC_H
 
@@ -151,21 +152,46 @@ static inline uintptr_t otel__thread_pointer(void)
 		".popsection");
 
 /*
+ * The bytes of a TLSDESC resolver that otel__tlsdesc_resolver_is_static()
+ * looks at: an endbr64, then the body.
+ */
+#define OTEL__TLSDESC_RESOLVER_SIZE 9
+
+/*
+ * Whether the resolver whose first OTEL__TLSDESC_RESOLVER_SIZE bytes are at
+ * `code` is the resolver of static TLS, the one the dynamic loader puts in a
+ * descriptor whose argument is the variable's offset from the thread
+ * pointer: `mov 8(%rax), %rax; ret` in glibc (_dl_tlsdesc_return) and musl
+ * (__tlsdesc_static), after an endbr64 where the C library is built for
+ * CET.  The eBPF profiler's TLS reader makes the same test on aarch64
+ * (open-telemetry/opentelemetry-ebpf-profiler, tls/tlsdesc_aarch64.go).
+ * Used by the writer (otel__tlsdesc_is_static(), below) on its own
+ * descriptor and by the inspector (src/inspect/inspect.c) on the bytes it
+ * read from a process.
+ */
+static inline int otel__tlsdesc_resolver_is_static(const unsigned char *code)
+{
+	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const unsigned char body[5] = { 0x48, 0x8b, 0x40, 0x08, 0xc3 };
+
+	if (__builtin_memcmp(code, endbr64, sizeof(endbr64)) == 0)
+		code += sizeof(endbr64);
+	return __builtin_memcmp(code, body, sizeof(body)) == 0;
+}
+
+/*
  * Whether the TLS access at `code` (an OTEL__TLSDESC_PROBE) reaches static
  * TLS, where a variable lies at the same offset from the thread pointer in
  * every thread.  It does when the linker relaxed it (to local-exec or
  * initial-exec: the lea is gone), which it does only in an executable; or
- * when the descriptor names the resolver of static TLS, whose body is
- * `mov 8(%rax), %rax; ret` in glibc and musl (after an endbr64 where the C
- * library is built for CET) -- the same test the eBPF profiler's reader
- * makes.  Anything else (the dynamic-TLS resolver, a lazy one, an unknown
- * body) is "no": the caller then keeps to the TLSDESC call.
+ * when the descriptor names the resolver of static TLS
+ * (otel__tlsdesc_resolver_is_static()).  Anything else (the dynamic-TLS
+ * resolver, a lazy one, an unknown body) is "no": the caller then keeps to
+ * the TLSDESC call.
  */
 static inline int otel__tlsdesc_is_static(const unsigned char *code)
 {
 	static const unsigned char lea_rax[3] = { 0x48, 0x8d, 0x05 };
-	static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	static const unsigned char body[5] = { 0x48, 0x8b, 0x40, 0x08, 0xc3 };
 	const unsigned char *resolver;
 	const void *const *desc;
 	int32_t rel;
@@ -175,11 +201,7 @@ static inline int otel__tlsdesc_is_static(const unsigned char *code)
 	__builtin_memcpy(&rel, code + 3, sizeof(rel));
 	desc = (const void *const *)(const void *)(code + 7 + rel);
 	resolver = (const unsigned char *)__atomic_load_n(&desc[0], __ATOMIC_RELAXED);
-	if (resolver == 0)
-		return 0;
-	if (__builtin_memcmp(resolver, endbr64, sizeof(endbr64)) == 0)
-		resolver += sizeof(endbr64);
-	return __builtin_memcmp(resolver, body, sizeof(body)) == 0;
+	return resolver != 0 && otel__tlsdesc_resolver_is_static(resolver);
 }
 
 #endif /* OTEL_ARCH_X86_64_TLSDESC_H */

@@ -30,18 +30,28 @@
 
 #if defined(__x86_64__)
 #include "x86_64/regs.h"
+#include "x86_64/tlsdesc.h"
 #elif defined(__aarch64__)
 #include "aarch64/regs.h"
+#include "aarch64/tlsdesc.h"
 #else
 #error "otel-thread-ctx: the inspector supports x86-64 and aarch64 only"
 #endif
+
+/* The slot walk of otel_thread_ctx_inspect_bpf.h, the BPF reader's own,
+ * reading the process (ctx: its id) with process_vm_readv(). */
+#define OTEL_THREAD_CTX_BPF_READ_U64(ctx, addr, v)                              \
+	otel__remote_read((pid_t)(ctx), (addr), (v), sizeof(uint64_t))
+#include "otel_thread_ctx_inspect_bpf.h"
 
 /* A module found, with what the inspector keeps of it besides the public
  * description. */
 struct found_module {
 	struct otel_thread_ctx_inspect_module m;
 	char *path;
-	uint64_t dtv_gen; /* dtv_generation(); 0: not known */
+	/* Where the walk finds its slot (inspect_bpf.c), the DTV generation
+	 * of dtv_generation() included. */
+	struct otel_thread_ctx_bpf_module where;
 };
 
 struct otel_thread_ctx_inspector {
@@ -51,6 +61,10 @@ struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_inspect_module *modules;
 	struct found_module *found;
 	size_t count, cap;
+	/* The DTV layout of the process's C library, for the walk; `where`
+	 * the modules' entries in order, as the BPF description copies them. */
+	struct otel_thread_ctx_bpf_proc layout;
+	struct otel_thread_ctx_bpf_module *where;
 	struct otel_thread_ctx_inspect_process_snapshot *pctx;
 	/* Threads still attached after a read gave up on them (owed_release()). */
 	pid_t *owed;
@@ -82,6 +96,16 @@ static int read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
 static int read_u64(pid_t pid, uint64_t addr, uint64_t *v)
 {
 	return read_remote(pid, addr, v, sizeof(*v));
+}
+
+/* The code for a failed read of something the process should hold there
+ * (a GOT entry, a descriptor, a resolver's code): the errno mapping of
+ * remote.c, where any error it has no code for is EFAULT. */
+static int read_error(int err)
+{
+	int code = otel__remote_error(err);
+
+	return code == OTEL_THREAD_CTX_ESYS ? OTEL_THREAD_CTX_EFAULT : code;
 }
 
 /* --- Modules ------------------------------------------------------------ */
@@ -414,27 +438,39 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 	if (otel__elf_tls_classify(elf, OTEL_THREAD_CTX_SLOT_NAME, &acc) != 0)
 		return OTEL_THREAD_CTX_EMODEL;
 	if (acc.desc.count > 0) {
-		err = read_u64(pid, m->base + acc.desc.offset + 8, &v);
-		if (err != 0)
-			return otel__remote_error(err) == OTEL_THREAD_CTX_ESYS ? OTEL_THREAD_CTX_EFAULT :
-									 otel__remote_error(err);
-		if (OTEL__INSPECT_DESC_IS_STATIC(v)) {
+		uint64_t desc[2];
+		unsigned char code[OTEL__TLSDESC_RESOLVER_SIZE];
+
+		/*
+		 * {resolver, argument}.  Static or dynamic, the way the loader
+		 * decided it: by the resolver it put in the descriptor.  The
+		 * static one returns the argument, an offset from the thread
+		 * pointer (of any size: an executable's 2 MiB of TLS ahead of
+		 * the module's block on aarch64); anything else takes it for a
+		 * pointer to {module id, offset in the block}, as glibc's and
+		 * musl's dynamic resolvers do.  A resolver that cannot be
+		 * read is EFAULT: it is the loader's code.
+		 */
+		if ((err = read_remote(pid, m->base + acc.desc.offset, desc, sizeof(desc))) != 0 ||
+		    (err = read_remote(pid, desc[0], code, sizeof(code))) != 0)
+			return read_error(err);
+		if (otel__tlsdesc_resolver_is_static(code)) {
 			m->model = OTEL_THREAD_CTX_INSPECT_TLSDESC_STATIC;
-			m->tp_offset = (int64_t)v;
+			m->tp_offset = (int64_t)desc[1];
 			return 0;
 		}
-		/* glibc and musl: {module id, offset in the block}. */
-		if ((err = read_u64(pid, v, &m->module_id)) != 0 ||
-		    (err = read_u64(pid, v + 8, &m->dtv_offset)) != 0)
-			return otel__remote_error(err) == OTEL_THREAD_CTX_ESYS ? OTEL_THREAD_CTX_EFAULT :
-									 otel__remote_error(err);
+		if ((err = read_u64(pid, desc[1], &m->module_id)) != 0 ||
+		    (err = read_u64(pid, desc[1] + 8, &m->dtv_offset)) != 0)
+			return read_error(err);
+		if (m->module_id == 0 || m->module_id > 0xffffff)
+			return OTEL_THREAD_CTX_EFAULT;
 		m->model = OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC;
 		return 0;
 	}
 	if (acc.tpoff.count > 0) {
 		err = read_u64(pid, m->base + acc.tpoff.offset, &v);
 		if (err != 0)
-			return OTEL_THREAD_CTX_EFAULT;
+			return read_error(err);
 		if (acc.tpoff.type == OTEL__R_X86_64_TPOFF32)
 			v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
 		m->model = OTEL_THREAD_CTX_INSPECT_INITIAL_EXEC;
@@ -442,8 +478,10 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 		return 0;
 	}
 	if (acc.dtpmod.count > 0 && acc.dtpoff.count > 0) {
-		if (read_u64(pid, m->base + acc.dtpmod.offset, &v) != 0 ||
-		    read_u64(pid, m->base + acc.dtpoff.offset, &w) != 0)
+		if ((err = read_u64(pid, m->base + acc.dtpmod.offset, &v)) != 0 ||
+		    (err = read_u64(pid, m->base + acc.dtpoff.offset, &w)) != 0)
+			return read_error(err);
+		if (v == 0 || v > 0xffffff)
 			return OTEL_THREAD_CTX_EFAULT;
 		m->model = OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC;
 		m->module_id = v;
@@ -495,6 +533,7 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 		free(insp->found[i].path);
 	free(insp->found);
 	free(insp->modules);
+	free(insp->where);
 	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
 	free(insp->owed);
 	free(insp);
@@ -502,7 +541,8 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 
 /* Adds a module to insp->found. */
 static int add_module(struct otel_thread_ctx_inspector *insp,
-		      const struct otel_thread_ctx_inspect_module *m, const char *path, uint64_t gen)
+		      const struct otel_thread_ctx_inspect_module *m, const char *path,
+		      const struct otel_thread_ctx_bpf_module *where)
 {
 	struct found_module *f;
 
@@ -517,7 +557,7 @@ static int add_module(struct otel_thread_ctx_inspector *insp,
 	}
 	f = &insp->found[insp->count];
 	f->m = *m;
-	f->dtv_gen = gen;
+	f->where = *where;
 	if ((f->path = strdup(path)) == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
 	insp->count++;
@@ -574,6 +614,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 	}
 	for (size_t i = 0; i < n && err == 0; i++) {
 		struct otel_thread_ctx_inspect_module m;
+		struct otel_thread_ctx_bpf_module where;
 		uint64_t bias = 0;
 		int rc;
 
@@ -583,16 +624,15 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		m.base = bias;
 		m.st_value = sym.value;
 		rc = resolve_model(pid, elf, &info, &m);
-		if (rc == 0 && (m.model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-				m.model == OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC) &&
-		    insp->info.libc == OTEL_THREAD_CTX_INSPECT_LIBC_UNKNOWN)
-			rc = OTEL_THREAD_CTX_EMODEL;
+		if (rc == 0)
+			rc = otel__inspect_describe_module(&m, &insp->layout, &where);
 		if (rc != 0) {
 			*model_err = rc;
 			continue;
 		}
-		err = add_module(insp, &m, f[i].name,
-				 dtv_generation(pid, elf, insp->info.libc, &m));
+		if (where.kind == OTEL_THREAD_CTX_BPF_KIND_DTV)
+			where.dtv_gen = dtv_generation(pid, elf, insp->info.libc, &m);
+		err = add_module(insp, &m, f[i].name, &where);
 	}
 	otel__elf_close(elf);
 	return err;
@@ -627,6 +667,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->info.pid = pid;
 	insp->info.libc = detect_libc(pid, &maps);
+	otel__inspect_dtv_layout(insp->info.libc, &insp->layout);
 	for (size_t g = 0, next; g < maps.count; g = next) {
 		for (next = g + 1; next < maps.count && maps.m[next].dev == maps.m[g].dev &&
 				   maps.m[next].inode == maps.m[g].inode;
@@ -645,13 +686,15 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	/* In address order, as the header promises. */
 	qsort(insp->found, insp->count, sizeof(*insp->found), cmp_found);
 	insp->modules = calloc(insp->count, sizeof(*insp->modules));
-	if (insp->modules == NULL) {
+	insp->where = calloc(insp->count, sizeof(*insp->where));
+	if (insp->modules == NULL || insp->where == NULL) {
 		err = OTEL_THREAD_CTX_ENOMEM;
 		goto done;
 	}
 	for (size_t i = 0; i < insp->count; i++) {
 		insp->modules[i] = insp->found[i].m;
 		insp->modules[i].path = insp->found[i].path;
+		insp->where[i] = insp->found[i].where;
 	}
 	insp->info.modules = insp->modules;
 	insp->info.module_count = insp->count;
@@ -699,68 +742,6 @@ OTEL_EXPORT void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp)
 }
 
 /* --- Threads ------------------------------------------------------------ */
-
-/*
- * The slot's address in a thread with thread pointer `tp`: 0 and *addr,
- * ENOCTX when the thread has no block for the module yet, EFAULT.
- */
-static int slot_address(const struct otel_thread_ctx_inspector *insp,
-			const struct otel_thread_ctx_inspect_module *m, uint64_t tp, uint64_t *addr)
-{
-	pid_t pid = insp->info.pid;
-	uint64_t dtv, block;
-
-	switch (m->model) {
-	case OTEL_THREAD_CTX_INSPECT_TLSDESC_STATIC:
-	case OTEL_THREAD_CTX_INSPECT_INITIAL_EXEC:
-	case OTEL_THREAD_CTX_INSPECT_LOCAL_EXEC:
-		*addr = tp + (uint64_t)m->tp_offset;
-		return 0;
-	default:
-		break;
-	}
-	if (m->module_id == 0 || m->module_id > 0xffffff)
-		return OTEL_THREAD_CTX_EFAULT;
-	if (insp->info.libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC) {
-		uint64_t len;
-
-		/* The TCB points at entry 1... of an array whose entry -1
-		 * holds the number of entries after entry 0. */
-		if (read_u64(pid, tp + OTEL__INSPECT_GLIBC_DTV_AT, &dtv) != 0 || dtv == 0 ||
-		    read_u64(pid, dtv - 16, &len) != 0)
-			return OTEL_THREAD_CTX_EFAULT;
-		if (m->module_id > len)
-			return OTEL_THREAD_CTX_ENOCTX;
-		if (read_u64(pid, dtv + 16 * m->module_id, &block) != 0)
-			return OTEL_THREAD_CTX_EFAULT;
-		if (block == UINT64_MAX || block == 0) /* TLS_DTV_UNALLOCATED */
-			return OTEL_THREAD_CTX_ENOCTX;
-		/* An entry older than the module (dtv_generation()). */
-		if (insp->found[m - insp->modules].dtv_gen != 0) {
-			uint64_t gen;
-
-			if (read_u64(pid, dtv, &gen) != 0)
-				return OTEL_THREAD_CTX_EFAULT;
-			if (gen < insp->found[m - insp->modules].dtv_gen)
-				return OTEL_THREAD_CTX_ENOCTX;
-		}
-	} else {
-		uint64_t count;
-
-		/* musl: entry 0 is the number of modules. */
-		if (read_u64(pid, tp + (uint64_t)(int64_t)OTEL__INSPECT_MUSL_DTV_AT, &dtv) != 0 ||
-		    dtv == 0 || read_u64(pid, dtv, &count) != 0)
-			return OTEL_THREAD_CTX_EFAULT;
-		if (m->module_id > count)
-			return OTEL_THREAD_CTX_ENOCTX;
-		if (read_u64(pid, dtv + 8 * m->module_id, &block) != 0)
-			return OTEL_THREAD_CTX_EFAULT;
-		if (block == 0)
-			return OTEL_THREAD_CTX_ENOCTX;
-	}
-	*addr = block + m->dtv_offset;
-	return 0;
-}
 
 /* Reads and decodes the record at `addr` into out. */
 static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_thread *out)
@@ -1028,41 +1009,58 @@ static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline)
 	} while (insp->owed_count > 0 && now_ns() < deadline);
 }
 
+/* The one mapping of the walk's statuses to the inspector's codes. */
+static int walk_error(int status)
+{
+	switch (status) {
+	case OTEL_THREAD_CTX_BPF_OK:
+		return OTEL_THREAD_CTX_OK;
+	case OTEL_THREAD_CTX_BPF_NO_CONTEXT:
+	case OTEL_THREAD_CTX_BPF_NO_TLS:
+		return OTEL_THREAD_CTX_ENOCTX;
+	default:
+		return OTEL_THREAD_CTX_EFAULT;
+	}
+}
+
+/*
+ * The slot and the record of stopped thread `tid`, by the walk and the rule
+ * the BPF reader follows (otel_thread_ctx_inspect_bpf.h): the first module
+ * whose slot holds a record is read; else EFAULT if some module's slot could
+ * not be read, else ENOCTX.
+ */
 static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
 			  struct otel_thread_ctx_inspect_thread *out)
 {
 	pid_t pid = insp->info.pid;
 	int err = otel__inspect_thread_pointer(tid, &out->thread_pointer);
-	int last = OTEL_THREAD_CTX_ENOCTX;
+	uint32_t seen = 0;
+	bool null_seen = false;
 
 	if (err != 0) {
 		out->sys_errno = err;
 		return err == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
 	}
 	for (size_t i = 0; i < insp->info.module_count; i++) {
-		uint64_t slot, rec;
-		int rc = slot_address(insp, &insp->modules[i], out->thread_pointer, &slot);
+		uint64_t slot = 0, rec = 0;
+		int rc = otel_thread_ctx_bpf_walk_module((uint64_t)pid, &insp->layout, &insp->where[i],
+							 out->thread_pointer, &slot, &rec);
 
-		if (rc != 0) {
-			if (i == 0 || last == OTEL_THREAD_CTX_ENOCTX)
-				last = rc;
-			continue;
+		if (rc == OTEL_THREAD_CTX_BPF_OK) {
+			out->module = (unsigned int)i;
+			out->slot_address = slot;
+			out->record_address = rec;
+			return read_record(pid, rec, out);
 		}
-		if (read_u64(pid, slot, &rec) != 0) {
-			if (i == 0 || last == OTEL_THREAD_CTX_ENOCTX)
-				last = OTEL_THREAD_CTX_EFAULT;
-			continue;
+		/* ENOCTX names the first module whose slot is NULL. */
+		if (rc == OTEL_THREAD_CTX_BPF_NO_CONTEXT && !null_seen) {
+			null_seen = true;
+			out->module = (unsigned int)i;
+			out->slot_address = slot;
 		}
-		if (rec == 0 && i + 1 < insp->info.module_count)
-			continue;
-		out->module = (unsigned int)i;
-		out->slot_address = slot;
-		out->record_address = rec;
-		if (rec == 0)
-			return OTEL_THREAD_CTX_ENOCTX;
-		return read_record(pid, rec, out);
+		seen = otel_thread_ctx_bpf_walk_fold(seen, rc);
 	}
-	return last;
+	return walk_error(otel_thread_ctx_bpf_walk_status(seen));
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
@@ -1148,4 +1146,13 @@ OTEL_EXPORT int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
 	closedir(dir);
 	*count = n;
 	return 0;
+}
+
+void otel__inspect_where(const otel_thread_ctx_inspector *insp,
+			 const struct otel_thread_ctx_bpf_proc **layout,
+			 const struct otel_thread_ctx_bpf_module **modules, size_t *count)
+{
+	*layout = &insp->layout;
+	*modules = insp->where;
+	*count = insp->info.module_count;
 }

@@ -1,81 +1,109 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The inspector's description of a process for eBPF readers
- * (otel_thread_ctx_inspect.h, "eBPF readers"; otel_thread_ctx_inspect_bpf.h), and
- * the signature of its mapped files that tells a reader when to describe it
- * again.  Built on the public inspector API only: the inspector already read
- * the TLS descriptors and GOT entries that give each module's offset or
- * module id; what it leaves implicit, the DTV layout of the C library on
- * this CPU, comes from arch/<cpu>/regs.h.
+ * Where the slot is: the description of a process that the inspector builds
+ * once, at otel_thread_ctx_inspect_open(), walks itself for every thread
+ * (the walk of otel_thread_ctx_inspect_bpf.h) and hands to eBPF readers
+ * (otel_thread_ctx_inspect_bpf_proc()), which copy it into their map and
+ * run the same walk; the one table of DTV layouts it needs; and the
+ * signature of a process's mapped files that tells a reader when to
+ * describe it again.
  */
 #include <string.h>
 
 #include "inspect.h"
 #include "otel_thread_ctx_inspect_bpf.h"
 #include "remote.h"
+
+/*
+ * The DTV layouts, per C library, on the CPU the inspector is built for
+ * (it reads processes of that CPU only).  dtv_at: where the thread's DTV
+ * pointer is, from the thread pointer; count_at: where the number of
+ * entries is, from the DTV pointer; entry: the size of an entry, whose
+ * first word is the block's address (index = module id).
+ *
+ *   x86-64 (TLS variant II: the TCB at the thread pointer, static TLS
+ *   below it): both keep the DTV pointer in the TCB's second word.
+ *   aarch64 (variant I: a 16-byte TCB at the thread pointer, static TLS
+ *   above it): glibc in the TCB's first word, musl in the last word of its
+ *   thread descriptor, just below the thread pointer.
+ *   glibc's pointer is to entry 1 of an array of {pointer, to_free} whose
+ *   entry 0 holds the length (so at -16); musl's to an array of pointers
+ *   whose entry 0 is the count.
+ */
+static const struct dtv_layout {
+	int libc;
+	int64_t dtv_at, count_at;
+	uint32_t entry;
+} dtv_layouts[] = {
 #if defined(__x86_64__)
-#include "x86_64/regs.h"
+	{ OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC, 8, -16, 16 },
+	{ OTEL_THREAD_CTX_INSPECT_LIBC_MUSL, 8, 0, 8 },
 #elif defined(__aarch64__)
-#include "aarch64/regs.h"
+	{ OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC, 0, -16, 16 },
+	{ OTEL_THREAD_CTX_INSPECT_LIBC_MUSL, -8, 0, 8 },
 #else
 #error "otel-thread-ctx: the inspector supports x86-64 and aarch64 only"
 #endif
+};
+
+void otel__inspect_dtv_layout(int libc, struct otel_thread_ctx_bpf_proc *proc)
+{
+	memset(proc, 0, sizeof(*proc));
+	proc->libc = (uint32_t)libc;
+	for (size_t i = 0; i < sizeof(dtv_layouts) / sizeof(dtv_layouts[0]); i++) {
+		if (dtv_layouts[i].libc != libc)
+			continue;
+		proc->dtv_at = dtv_layouts[i].dtv_at;
+		proc->dtv_count_at = dtv_layouts[i].count_at;
+		proc->dtv_entry_size = dtv_layouts[i].entry;
+	}
+}
+
+int otel__inspect_describe_module(const struct otel_thread_ctx_inspect_module *m,
+				  const struct otel_thread_ctx_bpf_proc *layout,
+				  struct otel_thread_ctx_bpf_module *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (m->model) {
+	case OTEL_THREAD_CTX_INSPECT_TLSDESC_STATIC:
+	case OTEL_THREAD_CTX_INSPECT_INITIAL_EXEC:
+	case OTEL_THREAD_CTX_INSPECT_LOCAL_EXEC:
+		out->kind = OTEL_THREAD_CTX_BPF_KIND_STATIC;
+		out->tp_offset = m->tp_offset;
+		return OTEL_THREAD_CTX_OK;
+	case OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC:
+	case OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC:
+		/* A DTV walk needs the C library's layout; module ids are
+		 * small (the inspector refuses others when it reads them). */
+		if (layout->dtv_entry_size == 0 || m->module_id == 0 || m->module_id > UINT32_MAX)
+			return OTEL_THREAD_CTX_EMODEL;
+		out->kind = OTEL_THREAD_CTX_BPF_KIND_DTV;
+		out->module_id = (uint32_t)m->module_id;
+		out->dtv_offset = m->dtv_offset;
+		return OTEL_THREAD_CTX_OK;
+	}
+	return OTEL_THREAD_CTX_EMODEL;
+}
 
 OTEL_EXPORT int otel_thread_ctx_inspect_bpf_proc(const otel_thread_ctx_inspector *insp,
 						 struct otel_thread_ctx_bpf_proc *out)
 {
-	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
+	const struct otel_thread_ctx_bpf_proc *layout;
+	const struct otel_thread_ctx_bpf_module *modules;
 	struct otel_thread_ctx_bpf_proc p;
 	size_t n;
 
-	if (info == NULL || out == NULL)
+	if (insp == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	memset(&p, 0, sizeof(p));
-	p.libc = (uint32_t)info->libc;
-	if (info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC) {
-		/* The TCB's DTV pointer is to entry 1 of an array of 16-byte
-		 * entries whose first holds the length. */
-		p.dtv_at = OTEL__INSPECT_GLIBC_DTV_AT;
-		p.dtv_count_at = -16;
-		p.dtv_entry_size = 16;
-	} else if (info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_MUSL) {
-		/* Entry 0 is the number of modules; 8-byte entries. */
-		p.dtv_at = OTEL__INSPECT_MUSL_DTV_AT;
-		p.dtv_count_at = 0;
-		p.dtv_entry_size = 8;
-	}
-	n = info->module_count;
+	otel__inspect_where(insp, &layout, &modules, &n);
 	if (n == 0)
 		return OTEL_THREAD_CTX_ENOSLOT;
+	p = *layout;
 	if (n > OTEL_THREAD_CTX_BPF_MAX_MODULES) {
 		n = OTEL_THREAD_CTX_BPF_MAX_MODULES;
 		p.flags |= OTEL_THREAD_CTX_BPF_PROC_TRUNCATED;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct otel_thread_ctx_inspect_module *m = &info->modules[i];
-		struct otel_thread_ctx_bpf_module *b = &p.modules[i];
-
-		switch (m->model) {
-		case OTEL_THREAD_CTX_INSPECT_TLSDESC_STATIC:
-		case OTEL_THREAD_CTX_INSPECT_INITIAL_EXEC:
-		case OTEL_THREAD_CTX_INSPECT_LOCAL_EXEC:
-			b->kind = OTEL_THREAD_CTX_BPF_KIND_STATIC;
-			b->tp_offset = m->tp_offset;
-			break;
-		case OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC:
-		case OTEL_THREAD_CTX_INSPECT_GENERAL_DYNAMIC:
-			/* The inspector refuses these without a known C
-			 * library; module ids are small. */
-			if (p.dtv_entry_size == 0 || m->module_id == 0 || m->module_id > UINT32_MAX)
-				return OTEL_THREAD_CTX_EMODEL;
-			b->kind = OTEL_THREAD_CTX_BPF_KIND_DTV;
-			b->module_id = (uint32_t)m->module_id;
-			b->dtv_offset = m->dtv_offset;
-			break;
-		default:
-			return OTEL_THREAD_CTX_EMODEL;
-		}
-	}
+	memcpy(p.modules, modules, n * sizeof(modules[0]));
 	p.module_count = (uint32_t)n;
 	*out = p;
 	return OTEL_THREAD_CTX_OK;

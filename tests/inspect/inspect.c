@@ -7,7 +7,8 @@
  * MODE is the target's mode (values, manual, storm, hostile, churn, vfork),
  * `reaper` (values, read while another thread reaps every child) or
  * `errors`; MODEL the access model the inspector must find for the first
- * module ("-": any).  Every mode ends by letting the target check that all
+ * module ("-": any), with ",far" for a static one more than 1 MiB from the
+ * thread pointer.  Every mode ends by letting the target check that all
  * its threads kept running, and the target's exit status must be 0.
  */
 #define _GNU_SOURCE
@@ -120,10 +121,22 @@ static otel_thread_ctx_inspector *open_checked(const struct target *t, const cha
 		       (unsigned long long)info->modules[0].dtv_offset);
 	else
 		printf(" (thread pointer %+lld)\n", (long long)info->modules[0].tp_offset);
-	if (strcmp(model, "-") != 0)
-		CHECK(strcmp(otel_thread_ctx_inspect_model_name(info->modules[0].model), model) == 0,
+	if (strcmp(model, "-") != 0) {
+		size_t n = strcspn(model, ",");
+
+		CHECK(strlen(otel_thread_ctx_inspect_model_name(info->modules[0].model)) == n &&
+			      strncmp(otel_thread_ctx_inspect_model_name(info->modules[0].model), model,
+				      n) == 0,
 		      "model %s, expected %s",
 		      otel_thread_ctx_inspect_model_name(info->modules[0].model), model);
+		/* ",far": the static offset is more than 1 MiB from the thread
+		 * pointer (the executable's 2 MiB of TLS lie in between). */
+		if (strcmp(model + n, ",far") == 0)
+			CHECK(info->modules[0].tp_offset > (1 << 20) ||
+				      info->modules[0].tp_offset < -(1 << 20),
+			      "the slot is %+lld bytes from the thread pointer, not beyond 1 MiB",
+			      (long long)info->modules[0].tp_offset);
+	}
 	return insp;
 }
 

@@ -6,6 +6,9 @@
  *
  *   target [--lib PATH] MODE
  *
+ * Built with -DTARGET_FAR_TLS, the executable holds 2 MiB of TLS of its own
+ * ahead of every module's block.
+ *
  * MODE:
  *   values   WORKERS threads publish known records (expected.h) through
  *            the library; one more thread publishes nothing
@@ -54,6 +57,14 @@
 #include "expected.h"
 #include "otel_thread_ctx_process.h"
 #include "otel_thread_ctx.h"
+
+#ifdef TARGET_FAR_TLS
+/* 2 MiB of TLS in the executable, whose block comes first in static TLS:
+ * on aarch64 (TLS variant I, blocks above the thread pointer) a library
+ * loaded at start-up has its slot more than 1 MiB above the thread
+ * pointer; on x86-64, more than 1 MiB below it. */
+__attribute__((used)) static __thread unsigned char target_far_tls[2u << 20];
+#endif
 
 struct api {
 	int (*create)(otel_thread_ctx **);
