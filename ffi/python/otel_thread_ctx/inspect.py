@@ -52,6 +52,7 @@ class Error(enum.IntEnum):
     ESRCH = -3
     EAGAIN = -11
     EFAULT = -14
+    ETIMEDOUT = -110
     EFORMAT = -4101
     EDECODE = -4102
     ENOSLOT = -4103

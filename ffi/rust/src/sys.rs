@@ -349,6 +349,7 @@ pub const OTEL_THREAD_CTX_ENOENT: c_int = -2;
 pub const OTEL_THREAD_CTX_ESRCH: c_int = -3;
 pub const OTEL_THREAD_CTX_EAGAIN: c_int = -11;
 pub const OTEL_THREAD_CTX_EFAULT: c_int = -14;
+pub const OTEL_THREAD_CTX_ETIMEDOUT: c_int = -110;
 pub const OTEL_THREAD_CTX_EFORMAT: c_int = -4101;
 pub const OTEL_THREAD_CTX_EDECODE: c_int = -4102;
 pub const OTEL_THREAD_CTX_ENOSLOT: c_int = -4103;

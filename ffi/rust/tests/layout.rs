@@ -142,6 +142,7 @@ fn errors() -> Vec<(&'static str, i32)> {
         ("EDECODE", sys::OTEL_THREAD_CTX_EDECODE),
         ("ENOSLOT", sys::OTEL_THREAD_CTX_ENOSLOT),
         ("EMODEL", sys::OTEL_THREAD_CTX_EMODEL),
+        ("ETIMEDOUT", sys::OTEL_THREAD_CTX_ETIMEDOUT),
     ]
 }
 
