@@ -433,6 +433,11 @@ MUTANTS = [
            "\t\ttool_text_cell(t->name, 16);\n",
            "\t\tprintf(\"%-16s\", t->name);\n", ["inspect-cli"],
            "the table prints thread names raw"),
+    Mutant("maps-newline-escaped", "module discovery", "src/inspect/remote.c",
+           "\t\tif (strncmp(in, \"\\\\012\", 4) == 0) {\n",
+           "\t\tif (0 && strncmp(in, \"\\\\012\", 4) == 0) {\n", ["inspect-cli"],
+           "a module path with a newline is reported as the kernel escapes it in maps "
+           "(\\012), not as the file is named"),
     # The slot walk both readers run, and how the inspector reads a TLS
     # descriptor.
     Mutant("walk-unreadable-ignored", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",

@@ -63,6 +63,23 @@ static const char *hex(const char *p, uint64_t *out)
 	return digits > 0 ? p : NULL;
 }
 
+/* The kernel writes a newline of a path in maps as the four bytes "\012"
+ * (and escapes nothing else, not even a backslash): back to the newline. */
+static void unescape_newlines(char *name)
+{
+	char *out = name;
+
+	for (const char *in = name; *in != '\0';) {
+		if (strncmp(in, "\\012", 4) == 0) {
+			*out++ = '\n';
+			in += 4;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+}
+
 /* "start-end perms offset dev inode   name"; the line is modified (the
  * newline ends the name). */
 static int parse_line(char *line, struct otel__maps_entry *e)
@@ -95,6 +112,7 @@ static int parse_line(char *line, struct otel__maps_entry *e)
 	nl = strchr(p, '\n');
 	if (nl != NULL)
 		*nl = '\0';
+	unescape_newlines((char *)p);
 	e->name = p;
 	return 1;
 }

@@ -68,11 +68,11 @@ def run(inspector, *args, user=None):
 
 
 # Mirrors NAMES_THREAD and NAMES_KEY of target.c; the module's file name
-# carries the same kinds of bytes (the kernel escapes a newline in
-# /proc/PID/maps, so the path has none).
+# carries the same kinds of bytes (a newline the kernel writes as "\012"
+# in /proc/PID/maps, which the inspector turns back into the newline).
 NAMES_THREAD = b'\x1b]0;X\x07\n"\\\xff\xc2\x9bab'
 NAMES_KEY = b'k\x1b[31m\n"\\\xc2\x9b\xc3\xa9'
-NAMES_FILE = b'lib\x1b[1m"q\\\xc2\x9b\xc3\xa9.so'
+NAMES_FILE = b'lib\x1b[1m"q\\\xc2\x9b\xc3\xa9\n.so'
 
 
 def controls(text):
@@ -107,7 +107,7 @@ def check_names(inspector, dlopen_target, library):
                       "\\x1b]0;X\\x07\\x0a\\x22\\x5c\\xff\\xc2\\x9bab" in line[0] and
                       'k\\x1b[31m\\x0a\\x22\\x5c\\xc2\\x9b\u00e9="v"' in line[0],
                       f"names table line: {line}")
-                check('lib\\x1b[1m\\x22q\\x5c\\xc2\\x9b\u00e9.so' in out,
+                check('lib\\x1b[1m\\x22q\\x5c\\xc2\\x9b\u00e9\\x0a.so' in out,
                       f"module path in the table:\n{out}")
         t.finish()
     finally:
