@@ -56,7 +56,7 @@ struct module {
 static struct module mods[2];
 static pthread_barrier_t loaded, done;
 static pid_t tids[NCASES];
-static volatile int stopping;
+static int stopping; /* read and written with relaxed atomics */
 static void *bad_page;
 static struct otel_thread_ctx_record records[NCASES] __attribute__((aligned(8)));
 
@@ -136,7 +136,7 @@ static void *run(void *arg)
 		}
 	}
 	pthread_barrier_wait(&done);
-	while (!stopping)
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED))
 		;
 	if (entry != NULL)
 		*entry = saved;
@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (read(0, buf, sizeof(buf)) > 0)
 		;
-	stopping = 1;
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
 	for (size_t c = 0; c < NCASES; c++)
 		pthread_join(t[c], NULL);
 	return 0;
