@@ -44,6 +44,7 @@
 #include "otel_thread_ctx.h"
 #include "records.h"
 #include "sampler.h"
+#include "start.h"
 #include "testenv.h"
 
 #define MAX_WRITERS 16
@@ -295,17 +296,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	rc = otel_sampler_start(s, why, sizeof(why));
-	if (rc == OTEL_SAMPLER_EPERM) {
-		printf("skip: BPF is refused here: %s\n", why);
-		kill(pid, SIGKILL);
-		return 77;
-	}
-	if (rc != OTEL_SAMPLER_OK) {
-		fprintf(stderr, "storm-check: %s\n", why);
-		kill(pid, SIGKILL);
-		return 1;
-	}
+	rc = start_sampler(s, pid, "storm-check");
+	if (rc >= 0)
+		return rc;
 	if (late) {
 		double deadline;
 

@@ -36,6 +36,7 @@
 
 #include "otel_thread_ctx.h"
 #include "sampler.h"
+#include "start.h"
 
 #define NCASES 6
 
@@ -210,17 +211,9 @@ int main(int argc, char **argv)
 			otel_thread_ctx_inspect_strerror(rc));
 		return 1;
 	}
-	rc = otel_sampler_start(s, why, sizeof(why));
-	if (rc == OTEL_SAMPLER_EPERM) {
-		printf("skip: BPF is refused here: %s\n", why);
-		kill(pid, SIGKILL);
-		return 77;
-	}
-	if (rc != OTEL_SAMPLER_OK) {
-		fprintf(stderr, "walk-check: %s\n", why);
-		kill(pid, SIGKILL);
-		return 1;
-	}
+	rc = start_sampler(s, pid, "walk-check");
+	if (rc >= 0)
+		return rc;
 	started = now_s();
 	for (;;) {
 		int enough = 1;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "otel_thread_ctx.h"
+#include "thread_pointer.h"
 
 /* What a module holds in a thread. */
 enum hold { UNTOUCHED, NULL_SLOT, RECORD, UNREADABLE };
@@ -66,19 +67,6 @@ static void die(const char *what)
 	exit(1);
 }
 
-static uintptr_t thread_pointer(void)
-{
-	uintptr_t tp;
-
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-#elif defined(__aarch64__)
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-#else
-#error "x86-64 and aarch64 only"
-#endif
-	return tp;
-}
 
 /* The DTV entry of this thread that holds `block`, or NULL. */
 static uintptr_t *dtv_entry(uintptr_t block)

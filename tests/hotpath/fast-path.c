@@ -27,6 +27,7 @@
 #include "minitest.h"
 #include "otel_thread_ctx.h"
 #include "testenv.h"
+#include "thread_pointer.h"
 
 intptr_t otel__thread_state_offset(void);
 
@@ -47,18 +48,6 @@ struct api {
 
 static struct api api;
 
-static uintptr_t thread_pointer(void)
-{
-	uintptr_t tp;
-#if defined(__x86_64__)
-	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
-#elif defined(__aarch64__)
-	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
-#else
-#error "x86-64 and aarch64 only"
-#endif
-	return tp;
-}
 
 /* Each thread publishes ids of its own, switches spans, and reads back,
  * through the library's reader, exactly what it wrote. */

@@ -39,6 +39,7 @@
 
 #include "minitest.h"
 #include "otel_thread_ctx.h"
+#include "thread_pointer.h"
 
 #if defined(__x86_64__)
 #define LOADER_R_TLSDESC R_X86_64_TLSDESC
@@ -48,18 +49,6 @@
 #error "the loading-path tests know x86-64 and aarch64 only"
 #endif
 
-/* The calling thread's thread pointer (the psABIs' TP: %fs base, tpidr_el0). */
-static inline uintptr_t thread_pointer(void)
-{
-	uintptr_t tp;
-
-#if defined(__x86_64__)
-	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
-#else
-	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
 
 /* The API, called through pointers (a dlopen()ed library has no link-time
  * symbols); named like the functions, for STORM_CALL in storm.h.  The whole
