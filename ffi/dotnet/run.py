@@ -383,6 +383,16 @@ def sampler():
     return tool, None
 
 
+def finish_sample(proc, what):
+    """Reads the rest of a sample's output (it was told to end), echoes it,
+    and fails unless it exited 0 after printing DONE."""
+    rest = proc.stdout.read()
+    print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
+    rc = proc.wait(timeout=60)
+    if rc != 0 or "DONE" not in rest:
+        fail(f"{what} exited {rc}")
+
+
 def sample_round(tool, pid, expect, left):
     """otel-thread-ctx-sample: every sample of a thread with a flow finds
     exactly its activity's ids and http.route; every sample of any other
@@ -461,11 +471,7 @@ def prove(exe):
                 fail("; ".join(bad))
             proc.stdin.write("\n")
             proc.stdin.flush()
-        rest = proc.stdout.read()
-        print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
-        rc = proc.wait(timeout=60)
-        if rc != 0 or "DONE" not in rest:
-            fail(f"the sample exited {rc}")
+        finish_sample(proc, "the sample")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -559,11 +565,7 @@ def web():
                 fail(f"GET /orders/{n}: {status} {body}")
         proc.stdin.write("\n")
         proc.stdin.close()
-        rest = proc.stdout.read()
-        print("".join("sample: " + l + "\n" for l in rest.splitlines()), end="")
-        rc = proc.wait(timeout=60)
-        if rc != 0 or "DONE" not in rest:
-            fail(f"the web sample exited {rc}")
+        finish_sample(proc, "the web sample")
     finally:
         if proc.poll() is None:
             proc.kill()
