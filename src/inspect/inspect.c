@@ -50,7 +50,7 @@ struct found_module {
 	struct otel_thread_ctx_inspect_module m;
 	char *path;
 	/* Where the walk finds its slot (inspect_bpf.c), the DTV generation
-	 * of dtv_generation() included. */
+	 * of resolve_model() included. */
 	struct otel_thread_ctx_bpf_module where;
 };
 
@@ -427,14 +427,24 @@ static int detect_libc(pid_t pid, const struct mapping_list *l)
 /*
  * Works out how module `m` reaches the slot, reading GOT entries and TLS
  * descriptors from the process.  0, or a negative error.
+ *
+ * *dtv_gen: with glibc, whose TLSDESC argument for dynamic TLS is {module
+ * id, offset, generation} (struct tlsdesc_dynamic_arg), that generation: a
+ * thread's DTV entry for the module is this module's only once the thread's
+ * DTV generation (dtv[0]) reached it; before, it is unallocated or left over
+ * from a module unloaded since under the same id, and the thread has
+ * published nothing through this one (its accesses go through
+ * __tls_get_addr, which brings the DTV up to date).  0 when not known (other
+ * models; musl, whose modules are never unloaded).
  */
 static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct otel__elf_info *info,
-			 struct otel_thread_ctx_inspect_module *m)
+			 int libc, struct otel_thread_ctx_inspect_module *m, uint64_t *dtv_gen)
 {
 	struct otel__elf_tls_access acc;
 	uint64_t v, w;
 	int err;
 
+	*dtv_gen = 0;
 	if (otel__elf_tls_classify(elf, OTEL_THREAD_CTX_SLOT_NAME, &acc) != 0)
 		return OTEL_THREAD_CTX_EMODEL;
 	if (acc.desc.count > 0) {
@@ -464,6 +474,8 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 			return read_error(err);
 		if (m->module_id == 0 || m->module_id > 0xffffff)
 			return OTEL_THREAD_CTX_EFAULT;
+		if (libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC && read_u64(pid, desc[1] + 16, dtv_gen) != 0)
+			*dtv_gen = 0;
 		m->model = OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC;
 		return 0;
 	}
@@ -500,30 +512,6 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 	return OTEL_THREAD_CTX_EMODEL;
 }
 
-/*
- * glibc's TLSDESC argument for dynamic TLS is {module id, offset, generation}
- * (struct tlsdesc_dynamic_arg): a thread's DTV entry for the module is this
- * module's only once the thread's DTV generation (dtv[0]) reached that
- * generation; before, it is unallocated or left over from a module unloaded
- * since under the same id, and the thread has published nothing through
- * this one (its accesses go through __tls_get_addr, which brings the DTV up
- * to date).  0 when not known (other models, musl, whose modules are never
- * unloaded).
- */
-static uint64_t dtv_generation(pid_t pid, const struct otel__elf *elf, int libc,
-			       const struct otel_thread_ctx_inspect_module *m)
-{
-	struct otel__elf_tls_access acc;
-	uint64_t arg, gen;
-
-	if (libc != OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC ||
-	    m->model != OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
-	    otel__elf_tls_classify(elf, OTEL_THREAD_CTX_SLOT_NAME, &acc) != 0 || acc.desc.count == 0 ||
-	    read_u64(pid, m->base + acc.desc.offset + 8, &arg) != 0 ||
-	    read_u64(pid, arg + 16, &gen) != 0)
-		return 0;
-	return gen;
-}
 
 static void free_inspector(struct otel_thread_ctx_inspector *insp)
 {
@@ -615,7 +603,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 	for (size_t i = 0; i < n && err == 0; i++) {
 		struct otel_thread_ctx_inspect_module m;
 		struct otel_thread_ctx_bpf_module where;
-		uint64_t bias = 0;
+		uint64_t bias = 0, gen;
 		int rc;
 
 		if (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))
@@ -623,7 +611,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		memset(&m, 0, sizeof(m));
 		m.base = bias;
 		m.st_value = sym.value;
-		rc = resolve_model(pid, elf, &info, &m);
+		rc = resolve_model(pid, elf, &info, insp->info.libc, &m, &gen);
 		if (rc == 0)
 			rc = otel__inspect_describe_module(&m, &insp->layout, &where);
 		if (rc != 0) {
@@ -631,7 +619,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 			continue;
 		}
 		if (where.kind == OTEL_THREAD_CTX_BPF_KIND_DTV)
-			where.dtv_gen = dtv_generation(pid, elf, insp->info.libc, &m);
+			where.dtv_gen = gen;
 		err = add_module(insp, &m, f[i].name, &where);
 	}
 	otel__elf_close(elf);
