@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 	unsigned long quota, max_frequency, signals = env_count("OTEL_TEST_SIGNALS", 0);
 	double max_seconds = 90, started, t, last_refresh;
 	int late = 0, rc, status, failures = 0, a;
-	char why[512], line[4096];
+	char line[4096];
 	FILE *to, *from;
 	pid_t pid;
 
@@ -248,25 +248,9 @@ int main(int argc, char **argv)
 	if (max_frequency != 0 && o.frequency > max_frequency)
 		o.frequency = (unsigned int)max_frequency;
 
-	/* valgrind's memcheck (meson test --setup valgrind) cannot judge
-	 * libbpf: its bpf() wrapper checks whole bpf_attr unions, of which
-	 * libbpf initialises the part each command uses, and reports the rest
-	 * as uninitialised.  It sets LD_PRELOAD for the programs it runs. */
-	if (getenv("LD_PRELOAD") != NULL && strstr(getenv("LD_PRELOAD"), "vgpreload") != NULL) {
-		printf("skip: under valgrind, whose bpf() wrapper reports libbpf's partly "
-		       "initialised bpf_attr unions as errors\n");
-		return 77;
-	}
-	rc = otel_sampler_open(&o, on_event, NULL, &s, why, sizeof(why));
-	if (rc == OTEL_SAMPLER_EPERM || rc == OTEL_SAMPLER_ENOBTF) {
-		printf("skip: BPF is refused here: %s\n", why);
-		return 77;
-	}
-	if (rc != OTEL_SAMPLER_OK) {
-		otel_sampler_print_log(stderr);
-		fprintf(stderr, "storm-check: %s\n", why);
-		return 1;
-	}
+	rc = open_sampler(&o, on_event, &s, "storm-check");
+	if (rc >= 0)
+		return rc;
 	pid = spawn(argv + a + 1, &to, &from);
 	if (pid < 0) {
 		perror("storm-check: starting the target");

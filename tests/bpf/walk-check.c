@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	struct otel_sampler_options o = { .frequency = 997 };
 	struct otel_sampler *s = NULL;
 	otel_thread_ctx_inspector *insp = NULL;
-	char why[512], line[1024], *p;
+	char line[1024], *p;
 	int to[2], from[2], rc, status;
 	FILE *in, *out;
 	double started;
@@ -112,21 +112,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: walk-check [--skip REASON] WALK-TARGET LIB_A LIB_B\n");
 		return 2;
 	}
-	if (getenv("LD_PRELOAD") != NULL && strstr(getenv("LD_PRELOAD"), "vgpreload") != NULL) {
-		printf("skip: under valgrind, whose bpf() wrapper reports libbpf's partly "
-		       "initialised bpf_attr unions as errors\n");
-		return 77;
-	}
-	rc = otel_sampler_open(&o, on_event, NULL, &s, why, sizeof(why));
-	if (rc == OTEL_SAMPLER_EPERM || rc == OTEL_SAMPLER_ENOBTF) {
-		printf("skip: BPF is refused here: %s\n", why);
-		return 77;
-	}
-	if (rc != OTEL_SAMPLER_OK) {
-		otel_sampler_print_log(stderr);
-		fprintf(stderr, "walk-check: %s\n", why);
-		return 1;
-	}
+	rc = open_sampler(&o, on_event, &s, "walk-check");
+	if (rc >= 0)
+		return rc;
 	if (pipe(to) != 0 || pipe(from) != 0)
 		return perror("pipe"), 1;
 	fflush(NULL);
