@@ -399,6 +399,16 @@ MUTANTS = [
            "\tif (exec || !exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
            ["inspect-modules-hugetext"], "a module whose code was copied onto anonymous "
            "memory (text on huge pages) is not taken for a loaded image"),
+    Mutant("modules-no-copied-head", "module discovery", INSPECT,
+           "\tif (elf == NULL && !any_zero && l->nanon != 0 && (copied = anon_image_below(pid, l, f[0].start)) != 0)\n",
+           "\tif (elf == NULL && !any_zero && l->nanon != 0 && (copied = 0) != 0)\n",
+           ["inspect-modules-hugehead"], "a module whose code was copied onto anonymous "
+           "memory with the file's first page (aarch64's layout) is not found"),
+    Mutant("modules-copied-head-exec", "module discovery", INSPECT,
+           "(ph->p_flags & 1u) != 0 || head))\n",
+           "(ph->p_flags & 1u) != 0))\n",
+           ["inspect-modules-hugehead"], "the first segment of a module whose first page "
+           "was copied onto anonymous memory must be executable: a read-only one is refused"),
     Mutant("modules-no-map-files", "module discovery", INSPECT,
            "\tfd = open_regular(buf, &st);\n\tif (fd < 0) {\n",
            "\tfd = -1;\n\tif (fd < 0) {\n",

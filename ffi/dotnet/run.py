@@ -55,6 +55,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 
 SKIP = 77
 
@@ -190,14 +191,18 @@ def pack(force=False):
     with open(os.path.join(WORK, "pack.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         nupkg = package_path()
+        arm = os.environ.get("OTEL_DOTNET_LIB_ARM64", "")
         if not force and os.path.exists(nupkg):
             newest = max(os.path.getmtime(f) for f in package_inputs())
-            if os.path.getmtime(nupkg) >= newest:
+            held = zipfile.ZipFile(nupkg).namelist()
+            # A package packed without the linux-arm64 library is not up to
+            # date once one is given.
+            if os.path.getmtime(nupkg) >= newest and (
+                    not arm or "runtimes/linux-arm64/native/libotel-thread-ctx.a" in held):
                 print(f"package up to date: {nupkg}")
                 return nupkg
         lib = env("OTEL_DOTNET_LIB")
         props = [f"-p:OtelThreadCtxNativeDir_linux_x64={lib}"]
-        arm = os.environ.get("OTEL_DOTNET_LIB_ARM64", "")
         if arm:
             props.append(f"-p:OtelThreadCtxNativeDir_linux_arm64={arm}")
         else:
@@ -205,7 +210,6 @@ def pack(force=False):
         run(["dotnet", "pack", os.path.join(SRC, "src", "OtelThreadCtx"), "-c", "Release", "-o", FEED]
             + props + common_props(), dotnet_env(os.path.join(WORK, "pack")), "dotnet pack")
         # What the package holds.
-        import zipfile
         names = zipfile.ZipFile(nupkg).namelist()
         need = ["buildTransitive/OtelThreadCtx.targets", "lib/net8.0/OtelThreadCtx.dll",
                 "runtimes/linux-x64/native/libotel-thread-ctx.so.1",

@@ -118,16 +118,20 @@ static int read_error(int err)
  * of the file with bytes in it is mapped from that file at its place
  * relative to it (file offset and address agreeing, executable where the
  * segment is; an executable segment may also lie in executable memory
- * without a file, where a program copied its code to put it on huge pages).  So a file mapped again read-only from offset 0 (a
- * symbolizer reading its own debug sections) is no module, and each copy
+ * without a file, where a program copied its code to put it on huge
+ * pages).  Where that copy took the file's first page too (the code starts
+ * at offset 0 on aarch64), the image starts at the executable memory
+ * without a file below the file's other mappings that begins with an ELF
+ * header, under the same rule.  So a file mapped again read-only from
+ * offset 0 (a symbolizer reading its own debug sections) is no module, and each copy
  * of a library (another link-map namespace: dlmopen()) is a module of its
  * own, with its own GOT and so its own TLS module id or offset.
  */
 struct mapping {
 	uint64_t start, end, offset;
 	uint64_t dev, inode;
-	bool exec;
-	char *name; /* offset-0 mappings only: as in maps, " (deleted)" included */
+	bool exec, readable;
+	char *name; /* as in maps, " (deleted)" included */
 };
 
 /* Executable memory that no file backs, by address. */
@@ -191,8 +195,8 @@ static int add_mapping(const struct otel__maps_entry *e, void *arg)
 	m->dev = (uint64_t)e->dev_major << 32 | e->dev_minor;
 	m->inode = e->inode;
 	m->exec = e->perms[2] == 'x';
-	m->name = NULL;
-	if (e->offset == 0 && (m->name = strdup(e->name)) == NULL) {
+	m->readable = e->perms[0] == 'r';
+	if ((m->name = strdup(e->name)) == NULL) {
 		l->err = OTEL_THREAD_CTX_ENOMEM;
 		return 1;
 	}
@@ -263,9 +267,9 @@ static int open_regular(const char *path, struct stat *st)
 	return fd;
 }
 
-/* Is the file open at `fd` the one mapped by `m` (a mapping of offset 0)?
+/* Is the file open at `fd` the one mapped by `m` (a readable mapping)?
  * Its device and inode, or, where a file system shows others through a
- * path than in maps (overlayfs), its first bytes against the mapping's. */
+ * path than in maps (overlayfs), the bytes it maps against the mapping's. */
 static bool same_file(pid_t pid, int fd, const struct stat *st, const struct mapping *m)
 {
 	unsigned char file[512], mem[512];
@@ -277,13 +281,13 @@ static bool same_file(pid_t pid, int fd, const struct stat *st, const struct map
 		return true;
 	if (m->end - m->start < n)
 		n = (size_t)(m->end - m->start);
-	got = pread(fd, file, n, 0);
+	got = pread(fd, file, n, (off_t)m->offset);
 	return got > 0 && read_remote(pid, m->start, mem, (size_t)got) == 0 &&
 	       memcmp(file, mem, (size_t)got) == 0;
 }
 
 /*
- * Opens the file of mapping `m` (offset 0) as the process maps it:
+ * Opens the file of mapping `m` (readable) as the process maps it:
  * /proc/PID/map_files/START-END, the mapped file itself (also when it was
  * deleted or replaced since, or lives in another mount namespace; following
  * it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); else the path under
@@ -349,17 +353,21 @@ static bool mapped_at(const struct mapping_list *l, const struct mapping *f, siz
 }
 
 /*
- * The load bias of the image whose offset-0 mapping is f[at], when the file's
- * PT_LOAD segments are all mapped where the loader puts them (f: the file's
- * mappings, by address); false when f[at] is not a loaded image.
+ * The load bias of the image whose first page (the file's start) is mapped
+ * at `start`, when the file's PT_LOAD segments are all mapped where the
+ * loader puts them (f: the file's mappings, by address); false when no
+ * loaded image starts there.  `copied`: that first page was found in
+ * executable memory without a file (anon_image_below()), where the first
+ * segment is then taken to lie, executable or not, with the code copied
+ * after it.
  */
 static bool loaded_image(const struct mapping_list *l, const struct otel__elf *elf,
-			 const struct mapping *f, size_t n, size_t at, uint64_t *bias)
+			 const struct mapping *f, size_t n, uint64_t start, bool copied, uint64_t *bias)
 {
 	struct otel__elf_info info;
 	long pg = sysconf(_SC_PAGESIZE);
 	uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
-	bool first = true;
+	bool first = true, head = false;
 
 	otel__elf_info(elf, &info);
 	for (size_t i = 0; i < info.phnum; i++) {
@@ -372,13 +380,15 @@ static bool loaded_image(const struct mapping_list *l, const struct otel__elf *e
 			 * start. */
 			if ((ph->p_offset & ~(page - 1)) != 0)
 				return false;
-			*bias = f[at].start - (ph->p_vaddr & ~(page - 1));
+			*bias = start - (ph->p_vaddr & ~(page - 1));
 			first = false;
+			head = copied;
 		}
 		if (ph->p_filesz == 0)
 			continue;
-		if (!mapped_at(l, f, n, *bias + ph->p_vaddr, ph->p_offset, (ph->p_flags & 1u) != 0))
+		if (!mapped_at(l, f, n, *bias + ph->p_vaddr, ph->p_offset, (ph->p_flags & 1u) != 0 || head))
 			return false;
+		head = false;
 	}
 	return !first;
 }
@@ -560,6 +570,62 @@ static int cmp_found(const void *a, const void *b)
 }
 
 /*
+ * The start of the executable memory without a file nearest below `below`
+ * when it begins with an ELF header, else 0: where a program that copied a
+ * module's code (text on huge pages) left the module's first page, when
+ * that page is in its executable segment, as on aarch64, where the code
+ * starts at file offset 0 and so the module keeps no mapping of offset 0.
+ */
+static uint64_t anon_image_below(pid_t pid, const struct mapping_list *l, uint64_t below)
+{
+	size_t lo = 0, hi = l->nanon;
+	unsigned char magic[4];
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->anon_x[mid].start < below)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || read_remote(pid, l->anon_x[lo - 1].start, magic, 4) != 0 ||
+	    memcmp(magic, "\x7f" "ELF", 4) != 0)
+		return 0;
+	return l->anon_x[lo - 1].start;
+}
+
+/* Adds the module of `elf` whose first page is at `start` (`copied`: in
+ * executable memory without a file), if it is a loaded image there; `name`
+ * is the file's name in maps. */
+static int image_at(struct otel_thread_ctx_inspector *insp, const struct mapping_list *l,
+		    const struct mapping *f, size_t n, uint64_t start, bool copied, const char *name,
+		    struct otel__elf *elf, const struct otel__elf_info *info,
+		    const struct otel__elf_sym *sym, int *model_err)
+{
+	struct otel_thread_ctx_inspect_module m;
+	struct otel_thread_ctx_bpf_module where;
+	uint64_t bias = 0, gen;
+	int rc;
+
+	if (!loaded_image(l, elf, f, n, start, copied, &bias))
+		return 0;
+	memset(&m, 0, sizeof(m));
+	m.base = bias;
+	m.st_value = sym->value;
+	rc = resolve_model(insp->info.pid, elf, info, insp->info.libc, &m, &gen);
+	if (rc == 0)
+		rc = otel__inspect_describe_module(&m, &insp->layout, &where);
+	if (rc != 0) {
+		*model_err = rc;
+		return 0;
+	}
+	if (where.kind == OTEL_THREAD_CTX_BPF_KIND_DTV)
+		where.dtv_gen = gen;
+	return add_module(insp, &m, name, &where);
+}
+
+/*
  * The modules of one file, f[0 .. n - 1] its mappings by address: each
  * loaded image of it, when it defines the slot.  *defined is set when it
  * does; *model_err holds the last model error.
@@ -571,6 +637,8 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 	struct otel__elf *elf = NULL;
 	struct otel__elf_info info;
 	struct otel__elf_sym sym;
+	uint64_t copied = 0, prev = 0;
+	bool any_zero = false;
 	int err = 0;
 
 	/* A loaded image starts with the ELF header: the files mapped
@@ -583,9 +651,16 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		if (f[i].offset != 0 ||
 		    (read_remote(pid, f[i].start, magic, 4) == 0 && memcmp(magic, "\x7f" "ELF", 4) != 0))
 			continue;
+		any_zero = true;
 		if (open_module(pid, &f[i], &elf) != 0)
 			elf = NULL;
 	}
+	/* No mapping of offset 0: the file's first page may have been copied
+	 * with its code onto memory without a file, right below the rest. */
+	if (elf == NULL && !any_zero && l->nanon != 0 && (copied = anon_image_below(pid, l, f[0].start)) != 0)
+		for (size_t i = 0; i < n && elf == NULL; i++)
+			if (f[i].readable && open_module(pid, &f[i], &elf) != 0)
+				elf = NULL;
 	if (elf == NULL)
 		return 0;
 	if (otel__elf_sym_find(elf, OTEL__ELF_DYNSYM, OTEL_THREAD_CTX_SLOT_NAME, &sym) != 0 ||
@@ -600,27 +675,17 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		*model_err = OTEL_THREAD_CTX_EMODEL;
 		return 0;
 	}
-	for (size_t i = 0; i < n && err == 0; i++) {
-		struct otel_thread_ctx_inspect_module m;
-		struct otel_thread_ctx_bpf_module where;
-		uint64_t bias = 0, gen;
-		int rc;
+	for (size_t i = 0; i < n && err == 0; i++)
+		if (f[i].offset == 0)
+			err = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);
+	/* Each copy of the file whose first page was copied (one per run of
+	 * its mappings: dlmopen() loads copies apart). */
+	for (size_t i = 0; i < n && err == 0 && copied != 0; i++) {
+		uint64_t at = i == 0 ? copied : anon_image_below(pid, l, f[i].start);
 
-		if (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))
-			continue;
-		memset(&m, 0, sizeof(m));
-		m.base = bias;
-		m.st_value = sym.value;
-		rc = resolve_model(pid, elf, &info, insp->info.libc, &m, &gen);
-		if (rc == 0)
-			rc = otel__inspect_describe_module(&m, &insp->layout, &where);
-		if (rc != 0) {
-			*model_err = rc;
-			continue;
-		}
-		if (where.kind == OTEL_THREAD_CTX_BPF_KIND_DTV)
-			where.dtv_gen = gen;
-		err = add_module(insp, &m, f[i].name, &where);
+		if (at != 0 && at != prev)
+			err = image_at(insp, l, f, n, at, true, f[i].name, elf, &info, &sym, model_err);
+		prev = at;
 	}
 	otel__elf_close(elf);
 	return err;

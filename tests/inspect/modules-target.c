@@ -17,6 +17,10 @@
  *   hugetext LIB dlopen()ed, then its code copied onto anonymous memory at
  *            the same place (what programs that put their text on huge
  *            pages do): its executable segment is no file mapping any more
+ *   hugehead the same, from the file's first page to the end of its code:
+ *            the layout of aarch64, where the code starts at offset 0, so
+ *            that no mapping of offset 0 is left (x86-64's separate code
+ *            segment would otherwise keep one)
  *   many     LIB dlopen()ed, then 5000 distinct files mapped below it (in
  *            /dev/shm when it can, else DIR)
  *   fifo     a copy of LIB in DIR dlopen()ed (the reader swaps the file for
@@ -179,7 +183,10 @@ static void copy_file(const char *from, const char *to)
 
 /* Replaces the executable mapping holding `code` by anonymous memory with
  * the same bytes, as programs that move their text onto huge pages do. */
-static void text_to_anon(const void *code)
+/* Copies the executable mapping that holds `code` onto anonymous memory at
+ * the same place; from `from` instead of the mapping's start when `from` is
+ * not 0 (every mapping from there to the code's end must be one run). */
+static void text_to_anon(const void *code, uintptr_t from)
 {
 	unsigned long long start, end;
 	char line[4096], perms[5];
@@ -194,6 +201,8 @@ static void text_to_anon(const void *code)
 	fclose(f);
 	if (!found)
 		die("no executable mapping holds the library's code");
+	if (from != 0)
+		start = from;
 	{
 		size_t len = (size_t)(end - start);
 		void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -314,7 +323,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "many") == 0) {
 		many_files(dir, image_start(h));
 	} else if (strcmp(mode, "hugetext") == 0) {
-		text_to_anon(sym(h, "otel_thread_ctx_create"));
+		text_to_anon(sym(h, "otel_thread_ctx_create"), 0);
+	} else if (strcmp(mode, "hugehead") == 0) {
+		text_to_anon(sym(h, "otel_thread_ctx_create"), image_start(h));
 	}
 	pthread_barrier_init(&ready, NULL, (unsigned)nthreads + 1);
 	for (int i = 0; i < nthreads; i++) {

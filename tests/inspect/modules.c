@@ -15,6 +15,8 @@
  * many     5000 mapped files below the library do not hide it
  * hugetext the library's code copied onto anonymous memory (text on huge
  *          pages) does not hide it
+ * hugehead nor does its code copied with the file's first page, which leaves
+ *          no mapping of offset 0 (aarch64's layout)
  * fifo     a module path swapped for a FIFO between the reader's checks and
  *          its open: the open neither blocks nor reads the FIFO
  * stale    a thread whose DTV entry is left over from a module unloaded
@@ -336,7 +338,7 @@ static void run_stale(const char *exe, const char *lib, const char *expect)
 
 static bool values_mode(const char *mode)
 {
-	static const char *const modes[] = { "selfmap", "dlmopen", "many", "hugetext" };
+	static const char *const modes[] = { "selfmap", "dlmopen", "many", "hugetext", "hugehead" };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(mode, modes[i]) == 0)
