@@ -13,8 +13,11 @@
  *   PT_LOAD segment of the file is mapped where the loader puts it (its
  *   file offset at its address, executable where the segment is; an
  *   executable segment may instead lie in executable memory without a
- *   file, where a program copied its code onto huge pages); the load
- *   bias follows from that mapping and the first PT_LOAD.  So a file mapped
+ *   file, where a program copied its code onto huge pages; where that
+ *   copy took the file's first page too, as on aarch64, the image starts
+ *   at the executable memory without a file that begins with an ELF
+ *   header right below the file's other mappings); the load bias follows
+ *   from where the first page is and the first PT_LOAD.  So a file mapped
  *   again from offset 0 (a symbolizer reading a library's debug sections)
  *   is no module, and each copy of a library loaded into another link-map
  *   namespace (dlmopen()) is one of its own.  The file is read through

@@ -406,7 +406,7 @@ MUTANTS = [
            "memory with the file's first page (aarch64's layout) is not found"),
     Mutant("modules-copied-head-exec", "module discovery", INSPECT,
            "(ph->p_flags & 1u) != 0 || head))\n",
-           "(ph->p_flags & 1u) != 0))\n",
+           "(ph->p_flags & 1u) != 0 || (head && 0)))\n",
            ["inspect-modules-hugehead"], "the first segment of a module whose first page "
            "was copied onto anonymous memory must be executable: a read-only one is refused"),
     Mutant("modules-no-map-files", "module discovery", INSPECT,
@@ -631,6 +631,11 @@ def main():
             if run(["meson", "setup", bdir] + CONFIGS[name], src, log=log) != 0:
                 print(f"mutate.py: cannot configure {name}; see {log}", file=sys.stderr)
                 return 2
+        # A reused build whose meson.build files changed: regenerate it
+        # before asking it for its tests.
+        elif run(["ninja", "-C", bdir, "build.ninja"], src, log=log) != 0:
+            print(f"mutate.py: cannot regenerate {bdir}; see {log}", file=sys.stderr)
+            return 2
         builds[name] = bdir
         mine = [m for m in chosen if m.build == name]
         names = sorted({t for m in mine for t in tests_of[m.ident]})
