@@ -231,6 +231,8 @@ def self_test():
         "not in the schema": good + fld(15, 0, var(1)),
         "field number 0": good + fld(0, 0, var(1)),
         "length 5, 2 bytes left": good + var(6 << 3 | 2) + var(5) + b"ab",
+        "Sample.label at byte 2: length 5, 2 bytes left":
+            fld(2, 2, var(3 << 3 | 2) + var(5) + b"ab") + good,
         "a varint cut at byte %d" % (len(good) - 1): good[:-1],
         "Sample: field number 0": good[:2] + fld(2, 2, b"\x00"),
         "longer than 10 bytes": good + var(12 << 3) + b"\x80" * 10 + b"\x01",
