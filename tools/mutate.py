@@ -381,6 +381,17 @@ MUTANTS = [
            "\tfor (uint32_t i = e->nips; i-- > 0;) {\n",
            "\tfor (uint32_t i = 0; i < e->nips; i++) {\n",
            ["bpf-profile"], "folded stacks start at the leaf instead of the outermost frame"),
+    # The pprof decoder of bpf-profile (tests/bpf/profile.py) is strict;
+    # its self-test (bpf-profile-decoder) catches a check gone.
+    Mutant("pprof-decode-wire-type", "sampler profile", "tests/bpf/profile.py",
+           "        elif wire == 2 and (kind not in VARINTS or repeated):\n",
+           "        elif wire == 2:\n",
+           ["bpf-profile-decoder"], "the test's pprof decoder takes a singular number "
+           "with wire type 2 (length-delimited) as a packed list"),
+    Mutant("pprof-decode-length", "sampler profile", "tests/bpf/profile.py",
+           "            if n > end - pos:\n", "            if n > len(data) - pos:\n",
+           ["bpf-profile-decoder"], "the test's pprof decoder lets a length run past the "
+           "end of its message into the bytes after it"),
     # The inspector finds modules as the loader placed them.
     Mutant("modules-first-offset-0", "module discovery", INSPECT,
            "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
@@ -648,7 +659,9 @@ def main():
             if m.path not in objects:
                 objects[m.path] = objects_of(bdir, m.path)
         objs = sorted({o for m in mine for o in objects[m.path]})
-        targets[name] = objs if args.build_only else wanted + objs
+        # Nothing to build (a mutant of a script): a target that is
+        # always there, not ninja's default of everything.
+        targets[name] = (objs if args.build_only else wanted + objs) or ["build.ninja"]
         if run(["ninja", "-C", bdir] + targets[name], src, log=log) != 0:
             print(f"mutate.py: the unmutated {name} build fails to build; see {log}",
                   file=sys.stderr)
@@ -672,8 +685,9 @@ def main():
             verdict = "stillborn (the change no longer applies)"
         else:
             try:
-                if run(["ninja", "-C", bdir] + (objects[m.path] if args.build_only else
-                                                targets[m.build]), src, log=log) != 0:
+                if run(["ninja", "-C", bdir] + (objects[m.path] or ["build.ninja"]
+                                                if args.build_only else targets[m.build]),
+                       src, log=log) != 0:
                     verdict = "stillborn (does not build)"
                 elif args.build_only:
                     verdict = "builds"

@@ -24,16 +24,19 @@ than 100 samples in 8 s: skip, the machine is too busy) checks:
   sample, the groups are the frames above it with their counts, each
   frame's width is its share of the root's (within 0.5 %), children fit
   in their parent, the loops are frames;
-- the pprof file, decoded by `protoc --decode` with the schema of
-  profile.proto written below: sample types, period, every sample's labels
+- the pprof file, decoded by the strict wire-format decoder below (every
+  field one that the schema of profile.proto written below declares, with
+  its wire type; nothing left over), no foreign program, so that it runs on
+  any CPU: sample types, period, every sample's labels
   (pid, trace_id, span_id, http.route; thread_context for no context), the
   counts adding up to the run's samples and the same shares by label;
 and a short run checks the table form, --by trace_id,http.route with --top
 and a gzip pprof file; then a file that cannot be written (exit 7) and usage
 errors (exit 2).
 
-usage: profile.py TOOL WORKLOAD
-Exits 77 when BPF is refused here.
+usage: profile.py TOOL WORKLOAD   the test; exits 77 when BPF is refused here
+       profile.py --self-test     the decoder against valid and corrupt
+                                  encodings made here (bpf-profile-decoder)
 """
 import gzip
 import json
@@ -48,7 +51,6 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-TOOL, WORKLOAD = sys.argv[1:3]
 ROUTES = {"GET /users/{id}": 0.50, "POST /orders": 0.25, "GET /health": 1 / 12}
 NO_CONTEXT = 1 / 6
 TRACES = {"11" * 16: "GET /users/{id}", "22" * 16: "POST /orders", "33" * 16: "GET /health"}
@@ -100,50 +102,165 @@ message Function {
 """
 
 
-def parse_text_format(text):
-    """protoc's text output: {field: [values or dicts]}."""
-    root = {}
-    stack = [root]
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if line == "}":
-            stack.pop()
-        elif line.endswith("{"):
-            d = {}
-            stack[-1].setdefault(line[:-1].strip(), []).append(d)
-            stack.append(d)
-        else:
-            k, v = line.split(":", 1)
-            v = v.strip()
-            if v.startswith('"'):
-                v = v[1:-1].encode("latin-1").decode("unicode_escape").encode("latin-1").decode("utf-8")
+class WireError(Exception):
+    pass
+
+
+# PROFILE_PROTO's messages: {message: {field number: (name, type, repeated)}}.
+SCHEMA = {name: {int(number): (field, kind, bool(rep))
+                 for rep, kind, field, number in
+                 re.findall(r"(repeated )?(\w+) (\w+) = (\d+);", body)}
+          for name, body in re.findall(r"message (\w+) \{(.*?)\}", PROFILE_PROTO, re.S)}
+VARINTS = {"int64", "uint64", "bool"}
+
+
+def varint(data, pos, end):
+    """The varint at data[pos:end] and the position after it."""
+    v = 0
+    for i in range(10):
+        if pos + i >= end:
+            raise WireError(f"a varint cut at byte {pos + i}")
+        v |= (data[pos + i] & 0x7F) << (7 * i)
+        if data[pos + i] < 0x80:
+            if v >> 64:
+                raise WireError(f"the varint at byte {pos} exceeds 64 bits")
+            return v, pos + i + 1
+    raise WireError(f"the varint at byte {pos} is longer than 10 bytes")
+
+
+def scalar(kind, v):
+    if kind == "int64" and v >> 63:
+        return v - (1 << 64)
+    return bool(v) if kind == "bool" else v
+
+
+def decode_message(data, name, pos=0, end=None):
+    """The message `name` of PROFILE_PROTO in data[pos:end], strictly (every
+    field declared with its wire type; repeated varints packed or not; UTF-8
+    strings; nothing left over): {field: [values or dicts]}, without the
+    singular scalars equal to their default (proto3 keeps no presence for
+    them: 0 is written or left out alike)."""
+    end = len(data) if end is None else end
+    fields = SCHEMA[name]
+    out, seen = {}, set()
+    while pos < end:
+        at = pos
+        key, pos = varint(data, pos, end)
+        if key >> 3 not in fields:
+            raise WireError(f"{name}: field number {key >> 3} at byte {at} is not in the schema")
+        field, kind, repeated = fields[key >> 3]
+        wire = key & 7
+        if wire == 0 and kind in VARINTS:
+            v, pos = varint(data, pos, end)
+            values = [scalar(kind, v)]
+        elif wire == 2 and (kind not in VARINTS or repeated):
+            n, pos = varint(data, pos, end)
+            if n > end - pos:
+                raise WireError(f"{name}.{field} at byte {at}: length {n}, {end - pos} bytes left")
+            values = []
+            if kind == "string":
+                try:
+                    values.append(data[pos:pos + n].decode("utf-8"))
+                except UnicodeDecodeError as e:
+                    raise WireError(f"{name}.{field} at byte {at}: not UTF-8: {e}") from None
+            elif kind in SCHEMA:
+                values.append(decode_message(data, kind, pos, pos + n))
             else:
-                v = int(v)
-            stack[-1].setdefault(k.strip(), []).append(v)
-    return root
+                p = pos
+                while p < pos + n:
+                    v, p = varint(data, p, pos + n)
+                    values.append(scalar(kind, v))
+            pos += n
+        else:
+            raise WireError(f"{name}.{field} ({kind}) at byte {at}: wire type {wire}")
+        if field in seen and not repeated:
+            raise WireError(f"{name}.{field} at byte {at}: a second value of a singular field")
+        seen.add(field)
+        if repeated or kind in SCHEMA or values[0]:
+            out.setdefault(field, []).extend(values)
+    return out
 
 
-def decode_pprof(path, tmp):
+def decode_pprof(path):
     """The profile in `path` (gzip or not) as a dict, or None."""
-    protoc = shutil.which("protoc")
-    if protoc is None:
-        check(False, "protoc is installed (protobuf-compiler)")
-        return None
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    with open(os.path.join(tmp, "profile.proto"), "w") as f:
-        f.write(PROFILE_PROTO)
-    r = subprocess.run([protoc, "--proto_path=" + tmp, "--decode=perftools.profiles.Profile",
-                        os.path.join(tmp, "profile.proto")], input=data,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    check(r.returncode == 0, f"protoc decodes {path}: {r.stderr.decode()}")
-    if r.returncode != 0:
+    try:
+        return decode_message(data, "Profile")
+    except WireError as e:
+        check(False, f"{path} decodes as a pprof Profile: {e}")
         return None
-    return parse_text_format(r.stdout.decode())
+
+
+def self_test():
+    """The decoder against hand-made encodings: a valid Profile (packed and
+    unpacked repeated varints, a negative int64, a default left out) and
+    corruptions of it, each a WireError that names what is wrong."""
+    def var(v):
+        b = bytearray()
+        while v > 0x7F:
+            b.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(b + bytes([v]))
+
+    def fld(number, wire, payload):
+        return var(number << 3 | wire) + (var(len(payload)) + payload if wire == 2 else payload)
+
+    check(all(k in VARINTS | {"string"} | SCHEMA.keys() for m in SCHEMA.values()
+              for _, k, _ in m.values()), f"every type of PROFILE_PROTO is known: {SCHEMA}")
+    label = fld(1, 0, var(1)) + fld(3, 0, var(2**64 - 5))
+    sample = fld(1, 2, var(7) + var(300)) + fld(2, 0, var(3)) + fld(2, 0, var(0)) + fld(3, 2, label)
+    good = (fld(6, 2, b"") + fld(6, 2, "pid é".encode()) + fld(2, 2, sample) +
+            fld(11, 2, fld(1, 0, var(1))) + fld(12, 0, var(1001001)) + fld(10, 0, var(0)))
+    want = {"string_table": ["", "pid é"], "period_type": [{"type": [1]}], "period": [1001001],
+            "sample": [{"location_id": [7, 300], "value": [3, 0],
+                        "label": [{"key": [1], "num": [-5]}]}]}
+    try:
+        got = decode_message(good, "Profile")
+    except WireError as e:
+        got = e
+    check(got == want, f"the valid profile decodes: {got}")
+    bad = {
+        "Profile.period (int64) at byte %d: wire type 2" % len(good): good + fld(12, 2, var(5)),
+        "Profile.time_nanos (int64) at byte %d: wire type 1" % len(good):
+            good + var(9 << 3 | 1) + bytes(8),
+        "Profile.period_type (ValueType) at byte %d: wire type 0" % len(good):
+            good + fld(11, 0, var(1)),
+        "not in the schema": good + fld(15, 0, var(1)),
+        "field number 0": good + fld(0, 0, var(1)),
+        "length 5, 2 bytes left": good + var(6 << 3 | 2) + var(5) + b"ab",
+        "Sample.label at byte 2: length 5, 2 bytes left":
+            fld(2, 2, var(3 << 3 | 2) + var(5) + b"ab") + good,
+        "a varint cut at byte %d" % (len(good) - 1): good[:-1],
+        "Sample: field number 0": good[:2] + fld(2, 2, b"\x00"),
+        "longer than 10 bytes": good + var(12 << 3) + b"\x80" * 10 + b"\x01",
+        "exceeds 64 bits": good + var(12 << 3) + b"\xff" * 9 + b"\x02",
+        "not UTF-8": good + fld(6, 2, b"\xc3("),
+        "second value": good + fld(12, 0, var(1)),
+        "Label: field number 9": fld(2, 2, fld(3, 2, fld(9, 0, var(1)))),
+        "a varint cut at byte 6": fld(2, 2, fld(2, 2, var(1) + b"\x80") + fld(2, 0, var(1))),
+    }
+    for what, data in bad.items():
+        try:
+            got = decode_message(data, "Profile")
+        except WireError as e:
+            got = e
+        check(isinstance(got, WireError) and what in str(got), f"{what!r} in the error: {got!r}")
+    # In a file, gzip-compressed: a failure of the test, not an exception.
+    with tempfile.NamedTemporaryFile(suffix=".pb.gz") as f:
+        f.write(gzip.compress(bad["not in the schema"]))
+        f.flush()
+        n = len(failures)
+        print("the next FAIL is expected:")
+        got = decode_pprof(f.name)
+    ok = got is None and len(failures) == n + 1
+    if ok:
+        del failures[n]
+    check(ok, "a corrupt file is a failure of the test")
+    print(f"{len(bad)} corruptions and a valid profile checked")
+    return 1 if failures else 0
 
 
 def pprof_samples(prof):
@@ -412,7 +529,7 @@ def main():
         st = [o for o in objs if o["type"] == "stacks"]
         check(len(st) == 1 and st[0] == {"type": "stacks", "samples": n, "empty": 0, "cut": 0},
               f"--stacks: every sample has a stack, none empty or cut: {st}")
-        check_pprof(decode_pprof(pb, tmp), n, hz, want_stacks=True)
+        check_pprof(decode_pprof(pb), n, hz, want_stacks=True)
         check_folded(os.path.join(tmp, "cpu.folded"), n, groups)
         check_svg(os.path.join(tmp, "cpu.svg"), n, groups)
 
@@ -440,7 +557,7 @@ def main():
                       f"trace of GET /users/{{id}}: {rows[0][1]}")
         with open(pbz, "rb") as f:
             check(f.read(2) == b"\x1f\x8b", "FILE.gz is gzip")
-        check_pprof(decode_pprof(pbz, tmp), n2, hz)
+        check_pprof(decode_pprof(pbz), n2, hz)
 
         # A file that cannot be written: exit 7, saying which.
         bad = os.path.join(tmp, "no-such-dir", "cpu.folded")
@@ -466,4 +583,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
+    TOOL, WORKLOAD = sys.argv[1:3]
     sys.exit(main())
