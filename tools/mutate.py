@@ -411,8 +411,8 @@ MUTANTS = [
            ["inspect-modules-hugetext"], "a module whose code was copied onto anonymous "
            "memory (text on huge pages) is not taken for a loaded image"),
     Mutant("modules-no-copied-head", "module discovery", INSPECT,
-           "\t\tcopied = anon_image_below(pid, l, f[0].start);\n",
-           "\t\tcopied = 0;\n",
+           "\tif (elf == NULL && !any_zero && l->nanon != 0 && (copied = anon_image_below(pid, l, f[0].start)) != 0)\n",
+           "\tif (elf == NULL && !any_zero && l->nanon != 0 && (copied = 0) != 0)\n",
            ["inspect-modules-hugehead"], "a module whose code was copied onto anonymous "
            "memory with the file's first page (aarch64's layout) is not found"),
     Mutant("modules-copied-head-exec", "module discovery", INSPECT,

@@ -638,6 +638,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 	struct otel__elf_info info;
 	struct otel__elf_sym sym;
 	uint64_t copied = 0, prev = 0;
+	bool any_zero = false;
 	int err = 0;
 
 	/* A loaded image starts with the ELF header: the files mapped
@@ -650,15 +651,13 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		if (f[i].offset != 0 ||
 		    (read_remote(pid, f[i].start, magic, 4) == 0 && memcmp(magic, "\x7f" "ELF", 4) != 0))
 			continue;
+		any_zero = true;
 		if (open_module(pid, &f[i], &elf) != 0)
 			elf = NULL;
 	}
-	/* The file's first page may have been copied with its code onto
-	 * memory without a file, right below the rest (also where the file is
-	 * mapped again from offset 0 elsewhere). */
-	if (l->nanon != 0)
-		copied = anon_image_below(pid, l, f[0].start);
-	if (elf == NULL && copied != 0)
+	/* No mapping of offset 0: the file's first page may have been copied
+	 * with its code onto memory without a file, right below the rest. */
+	if (elf == NULL && !any_zero && l->nanon != 0 && (copied = anon_image_below(pid, l, f[0].start)) != 0)
 		for (size_t i = 0; i < n && elf == NULL; i++)
 			if (f[i].readable && open_module(pid, &f[i], &elf) != 0)
 				elf = NULL;
