@@ -62,9 +62,16 @@
  * A thread's two records (1,280 bytes) come from a pool the library maps
  * with mmap(), without malloc and without a lock, the first time the thread
  * publishes; the thread's exit unpublishes and gives them back to the pool,
- * so an exiting thread leaves nothing behind.  Only otel_thread_ctx_create()
- * and _create_with() allocate with malloc(), and only
- * otel_thread_ctx_destroy() frees.
+ * so an exiting thread leaves nothing behind.  The pool holds records for
+ * OTEL_THREAD_CTX_THREADS_MAX (129,024) threads publishing at once: past
+ * that a thread's first publication fails with EFULL until a publishing
+ * thread exits, and when memory is short with ENOMEM; either failure takes
+ * nothing from the pool, so publication works again as soon as memory or a
+ * record is back.  otel_thread_ctx_thread_records() says how many are in
+ * use.  Once the thread-exit cleanup has run on a thread (a pthread-key
+ * destructor that publishes after it), the thread publishes no more
+ * (ETHREAD).  Only otel_thread_ctx_create() and _create_with() allocate
+ * with malloc(), and only otel_thread_ctx_destroy() frees.
  *
  * Unloading
  * ---------
@@ -78,17 +85,30 @@
  * No function that publishes or reads thread contexts takes a lock or
  * calls malloc(), and none of the publishing paths uses an atomic
  * read-modify-write instruction (the first publication of a thread takes
- * its records from the pool with one compare-and-swap).  attach, update,
- * detach, save, the update_* fast paths, the setters, copy, get and the
- * readers are async-signal-safe, with two limits that come from the
- * platform, not from this library: the first publication of each thread
- * registers the thread-exit cleanup with pthread_setspecific(), a plain
- * store in glibc (for the first 32 keys of a process; the library creates
- * its key when it is loaded) and in musl; and when the library was
- * dlopen()ed into dynamic TLS, the loader may allocate the thread's TLS block
- * on the thread's first call into the library.  A signal handler that
- * interrupts one of these calls on the same thread may read the slot at any
- * time, but must not itself publish on that thread.  Registering an
+ * its records from the pool with compare-and-swaps).  attach, update,
+ * detach, save, the update_* fast paths, the setters, copy, get, the
+ * readers and otel_thread_ctx_thread_records() are async-signal-safe, with
+ * two limits that come from the platform, not from this library: the first
+ * publication of each thread registers the thread-exit cleanup with
+ * pthread_setspecific(), a plain store in glibc (for the first 32 keys of a
+ * process; the library creates its key when it is loaded) and in musl; and
+ * when the library was dlopen()ed into dynamic TLS, the loader may allocate
+ * the thread's TLS block on the thread's first call into the library.
+ * A signal handler may call any of them on the thread it interrupted (a
+ * runtime switching green threads, a profiler tagging its sample): a
+ * handler's attach, update, detach, save or update_* that interrupted one of
+ * those same calls (or the thread's exit cleanup) on its thread returns
+ * OTEL_THREAD_CTX_ENESTED and changes nothing, not even `saved`, and the
+ * interrupted call completes as if it had not been interrupted; a handler's
+ * call that interrupted none of them runs whole.  So when both return, the
+ * slot shows a whole record of the interrupted call's publication, or of the
+ * handler's when the handler ran whole, and every later call behaves as if
+ * the two had run one after the other; a handler that got ENESTED may publish
+ * again once the thread is out of the call (on its next signal, say).
+ * Readers, which only load the slot, may run in a handler at any time.  A
+ * handler must return to the call it interrupted: one that leaves it by
+ * longjmp() or by switching stacks for good abandons that call, and the
+ * thread's publishing calls return ENESTED from then on.  Registering an
  * attribute key, publishing the process context (otel_thread_ctx_process.h)
  * and otel_thread_ctx_self_check() are start-up work: they may lock and
  * allocate, as each one's comment says.
@@ -237,7 +257,8 @@ enum otel_thread_ctx_error {
 	/* Attribute value is not valid UTF-8. */
 	OTEL_THREAD_CTX_EUTF8 = -4005,
 	/* The thread-exit cleanup could not be set up (no pthread key was
-	 * available), so publishing would leak at thread exit. */
+	 * available), or has already run on this thread (a pthread-key
+	 * destructor publishing after it), so publishing would leak. */
 	OTEL_THREAD_CTX_ETHREAD = -4007,
 	/* The thread publishes no context (the slot is NULL), or a context
 	 * holds no record. */
@@ -281,6 +302,13 @@ enum otel_thread_ctx_error {
 	/* otel_thread_ctx_attr_iter_next(): no more attributes;
 	 * otel_thread_ctx_record_attr(): no attribute of that key. */
 	OTEL_THREAD_CTX_ENOATTR = -4024,
+	/* Called from a signal handler that interrupted a publishing call (or
+	 * save, or the thread-exit cleanup) on the same thread; nothing
+	 * changed ("Signals and locks"). */
+	OTEL_THREAD_CTX_ENESTED = -4025,
+	/* A thread's first publication: OTEL_THREAD_CTX_THREADS_MAX threads
+	 * hold records already; it works again once one of them exits. */
+	OTEL_THREAD_CTX_EFULL = -4026,
 };
 
 /* A static, English description of an error code of this header; never
@@ -424,8 +452,20 @@ int otel_thread_ctx_get(const otel_thread_ctx *ctx, struct otel_thread_ctx_recor
  * Each function here acts on the calling thread's slot and records only.
  * The first publication of a thread registers its exit cleanup and takes
  * its records from the pool: it may fail with ENOMEM (no memory for the
- * pool) or ETHREAD (no pthread key); later ones cannot.
+ * pool), EFULL (the pool is full) or ETHREAD (no pthread key, or the
+ * thread's exit cleanup has run); later ones cannot.  Each may also return
+ * ENESTED, in a signal handler only ("Signals and locks").
  */
+
+/* How many threads the pool holds records for at once. */
+#define OTEL_THREAD_CTX_THREADS_MAX 129024u
+
+/*
+ * Stores in *in_use how many threads hold records now (threads that have
+ * published and not exited), and in *limit OTEL_THREAD_CTX_THREADS_MAX.
+ * Errors: ENULL.  Async-signal-safe.
+ */
+int otel_thread_ctx_thread_records(unsigned int *in_use, unsigned int *limit);
 
 /*
  * Publishes, on the calling thread, a copy of what ctx holds (with one
@@ -433,43 +473,44 @@ int otel_thread_ctx_get(const otel_thread_ctx *ctx, struct otel_thread_ctx_recor
  * published before (or "nothing published"), to be put back later with
  * otel_thread_ctx_update(saved); saved may be ctx itself.  A ctx that holds
  * no record unpublishes.
- * Errors: ENULL (ctx); ENOSPC when saved's capacity is smaller than the
- * attributes the thread publishes; ENOMEM, ETHREAD.
+ * Errors: ENULL (ctx); ENESTED; ENOSPC when saved's capacity is smaller than
+ * the attributes the thread publishes; ENOMEM, EFULL, ETHREAD.
  */
 int otel_thread_ctx_attach(const otel_thread_ctx *ctx, otel_thread_ctx *saved);
 
 /*
  * otel_thread_ctx_attach(ctx, NULL): the calling thread publishes what ctx
- * holds now, in place of whatever it published.  Errors: ENULL; ENOMEM,
- * ETHREAD.
+ * holds now, in place of whatever it published.  Errors: ENULL; ENESTED;
+ * ENOMEM, EFULL, ETHREAD.
  */
 int otel_thread_ctx_update(const otel_thread_ctx *ctx);
 
 /*
  * Unpublishes: the calling thread's slot becomes NULL.  When `saved` is not
  * NULL it receives what the thread published (see attach).
- * Errors: ENOSPC (as attach).
+ * Errors: ENESTED; ENOSPC (as attach).
  */
 int otel_thread_ctx_detach(otel_thread_ctx *saved);
 
 /*
  * Copies what the calling thread publishes into `saved` (or "nothing
- * published") and changes nothing else.  Errors: ENULL; ENOSPC (as attach).
+ * published") and changes nothing else.  Errors: ENULL; ENESTED; ENOSPC (as
+ * attach).
  */
 int otel_thread_ctx_save(otel_thread_ctx *saved);
 
 /*
  * A child span: the calling thread publishes its record with this span id.
- * Errors: ENULL; EIDS when the span id is all zero; ENOCTX when the thread
- * publishes nothing; EIDS when its record has no trace id.
+ * Errors: ENULL; EIDS when the span id is all zero; ENESTED; ENOCTX when the
+ * thread publishes nothing; EIDS when its record has no trace id.
  */
 int otel_thread_ctx_update_span_id(const uint8_t span_id[8]);
 
 /*
  * The sampling decision, when it comes after the span was published: the
  * calling thread publishes its record with these trace flags.
- * Errors: ENOCTX when the thread publishes nothing; EIDS when the flags are
- * non-zero and its record has no ids.
+ * Errors: ENESTED; ENOCTX when the thread publishes nothing; EIDS when the
+ * flags are non-zero and its record has no ids.
  */
 int otel_thread_ctx_update_trace_flags(uint8_t trace_flags);
 
@@ -479,7 +520,8 @@ int otel_thread_ctx_update_trace_flags(uint8_t trace_flags);
  * otel_thread_ctx_set_attrs() check them, against a capacity of
  * OTEL_THREAD_CTX_ATTRS_MAX), whatever it published before.
  * Errors: ENULL; EIDS; then each attribute in turn: ENULL (value with
- * len > 0), EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC; then ENOMEM, ETHREAD.
+ * len > 0), EKEY, EVALUE, EUTF8, EDUPKEY, ENOSPC; then ENESTED; then ENOMEM,
+ * EFULL, ETHREAD.
  */
 int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uint8_t span_id[8],
 			       uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs,

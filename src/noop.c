@@ -130,6 +130,11 @@ OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uin
 	return UNSUPPORTED;
 }
 
+OTEL_EXPORT int otel_thread_ctx_thread_records(unsigned int *in_use, unsigned int *limit)
+{
+	return UNSUPPORTED;
+}
+
 OTEL_EXPORT int otel_thread_ctx_self_check(struct otel_thread_ctx_self_check *result)
 {
 	static const char reason[] =

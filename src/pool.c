@@ -12,6 +12,12 @@
  * was popped and pushed back meanwhile fails its compare-and-swap on the
  * count (the ABA problem), and since slabs are never unmapped, reading a
  * pair's `next` after another thread took it is harmless.
+ *
+ * A take that fails takes nothing: a pair's index is claimed (by a
+ * compare-and-swap on `fresh`) only once its slab is mapped, and `fresh`
+ * never passes the pool's size, so a shortage of memory, however long,
+ * leaves the pool as it was, and a full pool serves again as soon as a
+ * thread gives its pair back.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stdbool.h>
@@ -20,19 +26,23 @@
 #include "pool.h"
 
 /* 63 pairs of 1,296 bytes fill 20 pages of 4 KiB; 2,048 slabs hold 129,024
- * threads publishing at once. */
+ * threads publishing at once (OTEL_THREAD_CTX_THREADS_MAX). */
 #define PAIRS_PER_SLAB 63u
 #define MAX_SLABS 2048u
+#define MAX_PAIRS (MAX_SLABS * PAIRS_PER_SLAB)
+_Static_assert(MAX_PAIRS == OTEL_THREAD_CTX_THREADS_MAX, "the header says how many");
 #define SLAB_BYTES ((sizeof(struct otel__pair) * PAIRS_PER_SLAB + 4095u) & ~(size_t)4095u)
 
 _Static_assert(sizeof(struct otel__pair) % 16 == 0, "records stay 16-byte aligned");
 
 static struct otel__pair *slabs[MAX_SLABS];
 /* Pairs never handed out start at this index: the pool takes them in order,
- * mapping a slab when the first of its pairs is taken. */
+ * mapping a slab when the first of its pairs is taken.  At most MAX_PAIRS. */
 static uint32_t fresh;
 /* (changes << 32) | (1 + index of the top free pair). */
 static uint64_t free_head;
+/* Pairs that belong to a thread. */
+static uint32_t in_use;
 
 static inline struct otel__pair *pair_at(uint32_t index)
 {
@@ -56,6 +66,7 @@ static void push_chain(struct otel__pair *first, struct otel__pair *last)
 static struct otel__pair *claim(struct otel__pair *p, struct otel__thread *owner)
 {
 	__atomic_store_n(&p->owner, owner, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&in_use, 1, __ATOMIC_RELAXED);
 	p->rec[0].valid = 1;
 	p->rec[1].valid = 1;
 	return p;
@@ -87,24 +98,28 @@ static struct otel__pair *slab_for(uint32_t index)
 	return slab;
 }
 
-/* A pair never handed out, or NULL when the pool is full or no memory can
- * be mapped (the index is then lost: a pool that cannot map is done). */
-static struct otel__pair *take_fresh(struct otel__thread *owner)
+/* A pair never handed out: its index is claimed only once its slab is
+ * mapped, so a failure takes nothing. */
+static int take_fresh(struct otel__thread *owner, struct otel__pair **out)
 {
-	uint32_t index = __atomic_fetch_add(&fresh, 1, __ATOMIC_RELAXED);
+	uint32_t index = __atomic_load_n(&fresh, __ATOMIC_RELAXED);
 	struct otel__pair *slab, *p;
 
-	if (index >= MAX_SLABS * PAIRS_PER_SLAB)
-		return NULL;
-	slab = slab_for(index);
-	if (slab == NULL)
-		return NULL;
+	do {
+		if (index >= MAX_PAIRS)
+			return OTEL_THREAD_CTX_EFULL;
+		slab = slab_for(index);
+		if (slab == NULL)
+			return OTEL_THREAD_CTX_ENOMEM;
+	} while (!__atomic_compare_exchange_n(&fresh, &index, index + 1, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	p = slab + index % PAIRS_PER_SLAB;
 	p->index = index;
-	return claim(p, owner);
+	*out = claim(p, owner);
+	return OTEL_THREAD_CTX_OK;
 }
 
-struct otel__pair *otel__pool_take(struct otel__thread *owner)
+int otel__pool_take(struct otel__thread *owner, struct otel__pair **out)
 {
 	uint64_t head = __atomic_load_n(&free_head, __ATOMIC_ACQUIRE), want;
 	struct otel__pair *p;
@@ -113,26 +128,36 @@ struct otel__pair *otel__pool_take(struct otel__thread *owner)
 		uint32_t top = (uint32_t)head;
 
 		if (top == 0)
-			return take_fresh(owner);
+			return take_fresh(owner, out);
 		p = pair_at(top - 1);
 		want = ((head >> 32) + 1) << 32 | __atomic_load_n(&p->next, __ATOMIC_RELAXED);
 	} while (!__atomic_compare_exchange_n(&free_head, &head, want, true, __ATOMIC_ACQUIRE,
 					      __ATOMIC_ACQUIRE));
-	return claim(p, owner);
+	*out = claim(p, owner);
+	return OTEL_THREAD_CTX_OK;
 }
 
 void otel__pool_give(struct otel__pair *pair)
 {
 	__atomic_store_n(&pair->owner, NULL, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&in_use, 1, __ATOMIC_RELAXED);
 	push_chain(pair, pair);
+}
+
+unsigned int otel__pool_in_use(void)
+{
+	return __atomic_load_n(&in_use, __ATOMIC_RELAXED);
+}
+
+void otel__pool_test_set_fresh(uint32_t index)
+{
+	__atomic_store_n(&fresh, index < MAX_PAIRS ? index : MAX_PAIRS, __ATOMIC_RELAXED);
 }
 
 void otel__pool_reclaim_after_fork(const struct otel__thread *self)
 {
 	uint32_t n = __atomic_load_n(&fresh, __ATOMIC_RELAXED);
 
-	if (n > MAX_SLABS * PAIRS_PER_SLAB)
-		n = MAX_SLABS * PAIRS_PER_SLAB;
 	for (uint32_t s = 0; s * PAIRS_PER_SLAB < n; s++) {
 		struct otel__pair *slab = __atomic_load_n(&slabs[s], __ATOMIC_ACQUIRE);
 

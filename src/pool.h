@@ -19,12 +19,13 @@ struct otel__pair {
 };
 
 /*
- * A pair for `owner`, both records with valid = 1 (the rest of their bytes
- * are whatever they held before), or NULL when no memory can be mapped.
- * No lock, no malloc: a compare-and-swap on the free list, or mmap().
- * Async-signal-safe.
+ * Stores in *out a pair for `owner`, both records with valid = 1 (the rest
+ * of their bytes are whatever they held before).  Returns OK, or ENOMEM when
+ * no memory can be mapped, or EFULL when OTEL_THREAD_CTX_THREADS_MAX pairs
+ * belong to threads; a failure changes nothing.  No lock, no malloc:
+ * compare-and-swaps, or mmap().  Async-signal-safe.
  */
-struct otel__pair *otel__pool_take(struct otel__thread *owner);
+int otel__pool_take(struct otel__thread *owner, struct otel__pair **out);
 
 /* Gives a pair back.  Nothing may lead to its records any more.
  * Async-signal-safe. */
@@ -33,5 +34,14 @@ void otel__pool_give(struct otel__pair *pair);
 /* In the child of fork(): gives back every pair that belongs to a thread
  * other than `self`, which the child does not have. */
 void otel__pool_reclaim_after_fork(const struct otel__thread *self);
+
+/* How many pairs belong to threads now. */
+unsigned int otel__pool_in_use(void);
+
+/* Tests only (those that link the archive): the index of the next pair never
+ * handed out, as if `index` pairs had been (capped at the pool's size), to
+ * reach a full pool without 129,024 threads.  Its slabs are mapped as
+ * usual when their pairs are taken. */
+__attribute__((visibility("hidden"))) void otel__pool_test_set_fresh(uint32_t index);
 
 #endif /* OTEL_POOL_H */

@@ -29,7 +29,11 @@ OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
 	case OTEL_THREAD_CTX_ENOMEM:
 		return "out of memory";
 	case OTEL_THREAD_CTX_ETHREAD:
-		return "thread-exit cleanup is unavailable (no pthread key)";
+		return "thread-exit cleanup is unavailable (no pthread key), or has already run on this thread";
+	case OTEL_THREAD_CTX_ENESTED:
+		return "a signal handler interrupted a publishing call on this thread: nothing changed";
+	case OTEL_THREAD_CTX_EFULL:
+		return "the pool holds records for 129,024 threads, all in use: publish once a thread exits";
 	case OTEL_THREAD_CTX_ENOCTX:
 		return "the thread publishes no context, or the context holds no record";
 	case OTEL_THREAD_CTX_EINVALID:

@@ -13,6 +13,15 @@
  * reachable, and every later store after it (the signal fences of
  * publish()).  Only the thread touches its records, so no publishing path
  * needs an atomic read-modify-write instruction.
+ *
+ * A signal handler may call any of them on the thread it interrupted.  Each
+ * call that reads or changes the thread's state claims the thread first
+ * (claim(): a plain byte, tested then set, then a compiler fence), and a
+ * handler's call that finds the claim taken interrupted one and is refused
+ * with ENESTED before it reads anything.  A handler that runs between the test
+ * and the set finds the byte clear, runs whole and clears it again, so the
+ * interrupted call then starts from the state the handler left: the two ran
+ * one after the other.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -50,6 +59,10 @@ struct otel_thread_ctx {
 /* struct otel__thread's `shown`. */
 #define SHOWN 1u  /* the slot points to pub */
 #define TRACED 2u /* pub has a trace id */
+
+/* struct otel__thread's `hooked`. */
+#define HOOKED 1u /* the thread-exit cleanup is registered */
+#define EXITED 2u /* it has run: the thread publishes no more */
 
 _Static_assert(OTEL_THREAD_CTX_KEY_MAX == OTEL_THREAD_CTX_VALUE_MAX,
 	       "attrs_encode() tests key and length against one bound");
@@ -98,6 +111,25 @@ static inline intptr_t shortcut(void)
 static inline struct otel__thread *thread_at(intptr_t off)
 {
 	return (struct otel__thread *)(otel__thread_pointer() + (uintptr_t)off);
+}
+
+/* Claims the thread for a call (false: a call of this thread that a signal
+ * handler interrupted holds it).  Every read of the thread's state comes
+ * after the claim. */
+static inline bool claim(struct otel__thread *t)
+{
+	if (__builtin_expect(__atomic_load_n(&t->busy, __ATOMIC_RELAXED) != 0, 0))
+		return false;
+	__atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+/* Gives the claim back, after every write of the call. */
+static inline void unclaim(struct otel__thread *t)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 0, __ATOMIC_RELAXED);
 }
 
 
@@ -213,21 +245,27 @@ static inline struct otel_thread_ctx_record *draft_for(struct otel__thread *t, u
 }
 
 /*
- * The first publication of a thread: the thread-exit cleanup, the slot in
- * effect, and the thread's records.  Out of line and rare.  Called again
- * only by a pthread-key destructor of an exiting thread that publishes after
- * the cleanup ran (which then runs again).
+ * The first publication of a thread, with the thread claimed: the
+ * thread-exit cleanup, the slot in effect, and the thread's records.  Out of
+ * line and rare.  Once the cleanup has run (a pthread-key destructor of the
+ * exiting thread publishing after it), the thread publishes no more: the C
+ * library runs a destructor that a destructor registers only in its first
+ * PTHREAD_DESTRUCTOR_ITERATIONS rounds, so records taken then could leak.
+ * A failure takes nothing: the pool hands out no pair it could not map.
  */
 __attribute__((noinline, cold)) static int first_publication(struct otel__thread *t)
 {
 	struct otel__pair *pair;
+	int err;
 
+	if (t->hooked == EXITED)
+		return OTEL_THREAD_CTX_ETHREAD;
 	pthread_once(&init_once, init);
 	if (!exit_key_ready)
 		return OTEL_THREAD_CTX_ETHREAD;
-	pair = otel__pool_take(t);
-	if (pair == NULL)
-		return OTEL_THREAD_CTX_ENOMEM;
+	err = otel__pool_take(t, &pair);
+	if (err)
+		return err;
 	if (pthread_setspecific(exit_key, t) != 0) {
 		otel__pool_give(pair);
 		return OTEL_THREAD_CTX_ETHREAD;
@@ -238,27 +276,31 @@ __attribute__((noinline, cold)) static int first_publication(struct otel__thread
 	t->flip = (uintptr_t)&pair->rec[0] ^ (uintptr_t)&pair->rec[1];
 	t->stale = FIELD_ALL;
 	t->shown = 0;
-	t->hooked = 1;
+	t->hooked = HOOKED;
 	learn_state_offset(t);
 	return OTEL_THREAD_CTX_OK;
 }
 
 /* pthread key destructor, run by the exiting thread itself: it
- * unpublishes, then gives its records back. */
+ * unpublishes, then gives its records back, with the thread claimed (a
+ * handler that publishes meanwhile is refused). */
 static void on_thread_exit(void *arg)
 {
 	struct otel__thread *t = arg;
 	struct otel_thread_ctx_record *first;
 
-	t->hooked = 0;
-	if (t->pub == NULL)
-		return;
-	publish(t, NULL);
-	t->shown = 0;
-	first = t->pub < draft_of(t) ? t->pub : draft_of(t);
-	t->pub = NULL;
-	t->flip = 0;
-	otel__pool_give((struct otel__pair *)(void *)first);
+	__atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->hooked = EXITED;
+	if (t->pub != NULL) {
+		publish(t, NULL);
+		t->shown = 0;
+		first = t->pub < draft_of(t) ? t->pub : draft_of(t);
+		t->pub = NULL;
+		t->flip = 0;
+		otel__pool_give((struct otel__pair *)(void *)first);
+	}
+	unclaim(t);
 }
 
 static void after_fork_child(void)
@@ -612,10 +654,10 @@ OTEL_EXPORT int otel_thread_ctx_get(const otel_thread_ctx *ctx,
 /* --- publishing ------------------------------------------------------------ */
 
 /*
- * Each publishing function is an always-inline body that takes the calling
- * thread's state, run by the exported function with the state found by the
- * shortcut, or, where the shortcut is off, by an out-of-line twin (NAME_call)
- * that makes the TLS call.
+ * Each publishing function claims the calling thread, runs an always-inline
+ * body on its state, and gives the claim back.  The exported function finds
+ * the state by the shortcut; where the shortcut is off, an out-of-line twin
+ * (NAME_call) makes the TLS call.
  */
 
 /* 0 when `saved` can hold what the thread publishes, else ENOSPC. */
@@ -641,18 +683,16 @@ static inline void save(const struct otel__thread *t, otel_thread_ctx *saved)
 static int attach_first(struct otel__thread *t, const otel_thread_ctx *ctx,
 			otel_thread_ctx *saved);
 
-/* attach and update.  The first publication of a thread goes out of line:
- * it sets the thread up and starts again. */
-__attribute__((always_inline)) static inline int attach_on(struct otel__thread *t,
-							   const otel_thread_ctx *ctx,
-							   otel_thread_ctx *saved)
+/* attach and update, the thread claimed.  The first publication of a thread
+ * goes out of line: it sets the thread up and starts again. */
+__attribute__((always_inline)) static inline int attach_claimed(struct otel__thread *t,
+								const otel_thread_ctx *ctx,
+								otel_thread_ctx *saved)
 {
 	struct otel_thread_ctx_record *d;
 	unsigned int shown;
 	int err;
 
-	if (ctx == NULL)
-		return OTEL_THREAD_CTX_ENULL;
 	if (__builtin_expect(t->pub == NULL, 0))
 		return attach_first(t, ctx, saved);
 	if (saved != NULL) {
@@ -674,8 +714,6 @@ __attribute__((always_inline)) static inline int attach_on(struct otel__thread *
 	if (saved != NULL)
 		save(t, saved);
 	publish_draft(t, d, FIELD_ALL);
-	/* pub before shown: a handler's save() sees the old state or the new. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->shown = (uint8_t)shown;
 	return OTEL_THREAD_CTX_OK;
 }
@@ -695,7 +733,22 @@ __attribute__((noinline, cold)) static int attach_first(struct otel__thread *t,
 	err = first_publication(t);
 	if (err)
 		return err;
-	return attach_on(t, ctx, saved);
+	return attach_claimed(t, ctx, saved);
+}
+
+__attribute__((always_inline)) static inline int attach_on(struct otel__thread *t,
+							   const otel_thread_ctx *ctx,
+							   otel_thread_ctx *saved)
+{
+	int err;
+
+	if (ctx == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (!claim(t))
+		return OTEL_THREAD_CTX_ENESTED;
+	err = attach_claimed(t, ctx, saved);
+	unclaim(t);
+	return err;
 }
 
 __attribute__((noinline)) static int attach_call(const otel_thread_ctx *ctx,
@@ -722,8 +775,8 @@ OTEL_EXPORT int otel_thread_ctx_update(const otel_thread_ctx *ctx)
 	return attach_on(thread_at(off), ctx, NULL);
 }
 
-__attribute__((always_inline)) static inline int detach_on(struct otel__thread *t,
-							   otel_thread_ctx *saved)
+__attribute__((always_inline)) static inline int detach_claimed(struct otel__thread *t,
+								otel_thread_ctx *saved)
 {
 	int err;
 
@@ -741,6 +794,18 @@ __attribute__((always_inline)) static inline int detach_on(struct otel__thread *
 	publish(t, NULL);
 	t->shown = 0;
 	return OTEL_THREAD_CTX_OK;
+}
+
+__attribute__((always_inline)) static inline int detach_on(struct otel__thread *t,
+							   otel_thread_ctx *saved)
+{
+	int err;
+
+	if (!claim(t))
+		return OTEL_THREAD_CTX_ENESTED;
+	err = detach_claimed(t, saved);
+	unclaim(t);
+	return err;
 }
 
 __attribute__((noinline)) static int detach_call(otel_thread_ctx *saved)
@@ -767,24 +832,32 @@ OTEL_EXPORT int otel_thread_ctx_save(otel_thread_ctx *saved)
 		return OTEL_THREAD_CTX_ENULL;
 	off = shortcut();
 	t = off != 0 ? thread_at(off) : otel__thread_self();
+	if (!claim(t))
+		return OTEL_THREAD_CTX_ENESTED;
 	err = check_saved(t, saved);
-	if (err)
-		return err;
-	save(t, saved);
-	return OTEL_THREAD_CTX_OK;
+	if (err == OTEL_THREAD_CTX_OK)
+		save(t, saved);
+	unclaim(t);
+	return err;
 }
 
 __attribute__((always_inline)) static inline int update_span_id_on(struct otel__thread *t,
 								   const uint8_t span_id[8])
 {
 	struct otel_thread_ctx_record *d;
+	int err = OTEL_THREAD_CTX_OK;
 
-	if (__builtin_expect(t->shown != (SHOWN | TRACED), 0))
-		return t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;
-	d = draft_for(t, FIELD_SPAN);
-	memcpy(d->span_id, span_id, 8);
-	publish_draft(t, d, FIELD_SPAN);
-	return OTEL_THREAD_CTX_OK;
+	if (!claim(t))
+		return OTEL_THREAD_CTX_ENESTED;
+	if (__builtin_expect(t->shown == (SHOWN | TRACED), 1)) {
+		d = draft_for(t, FIELD_SPAN);
+		memcpy(d->span_id, span_id, 8);
+		publish_draft(t, d, FIELD_SPAN);
+	} else {
+		err = t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;
+	}
+	unclaim(t);
+	return err;
 }
 
 __attribute__((noinline)) static int update_span_id_call(const uint8_t span_id[8])
@@ -806,8 +879,8 @@ OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
 	return update_span_id_on(thread_at(off), span_id);
 }
 
-__attribute__((always_inline)) static inline int update_trace_flags_on(struct otel__thread *t,
-								       uint8_t trace_flags)
+__attribute__((always_inline)) static inline int update_trace_flags_claimed(struct otel__thread *t,
+									    uint8_t trace_flags)
 {
 	struct otel_thread_ctx_record *d;
 
@@ -819,6 +892,18 @@ __attribute__((always_inline)) static inline int update_trace_flags_on(struct ot
 	d->trace_flags = trace_flags;
 	publish_draft(t, d, FIELD_FLAGS);
 	return OTEL_THREAD_CTX_OK;
+}
+
+__attribute__((always_inline)) static inline int update_trace_flags_on(struct otel__thread *t,
+								       uint8_t trace_flags)
+{
+	int err;
+
+	if (!claim(t))
+		return OTEL_THREAD_CTX_ENESTED;
+	err = update_trace_flags_claimed(t, trace_flags);
+	unclaim(t);
+	return err;
 }
 
 __attribute__((noinline)) static int update_trace_flags_call(uint8_t trace_flags)
@@ -848,8 +933,8 @@ static int update_all_first(struct otel__thread *t, const uint8_t trace_id[16],
 			    const uint8_t span_id[8], uint8_t trace_flags,
 			    const struct otel_thread_ctx_attr *attrs, size_t n);
 
-/* update_all, its arguments' pointers checked. */
-__attribute__((always_inline)) static inline int update_all_on(
+/* update_all, its arguments' pointers checked, the thread claimed. */
+__attribute__((always_inline)) static inline int update_all_claimed(
 	struct otel__thread *t, const uint8_t trace_id[16], const uint8_t span_id[8],
 	uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n)
 {
@@ -872,7 +957,6 @@ __attribute__((always_inline)) static inline int update_all_on(
 	d->attrs_data_size = (uint16_t)size;
 	write_ids(d, trace_id, span_id, trace_flags);
 	publish_draft(t, d, FIELD_ALL);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* pub before shown, as in attach */
 	t->shown = SHOWN | (all_zero(trace_id, 16) ? 0 : TRACED);
 	return OTEL_THREAD_CTX_OK;
 }
@@ -889,7 +973,23 @@ __attribute__((noinline, cold)) static int update_all_first(
 	err = first_publication(t);
 	if (err)
 		return err;
-	return update_all_on(t, trace_id, span_id, trace_flags, attrs, n);
+	return update_all_claimed(t, trace_id, span_id, trace_flags, attrs, n);
+}
+
+__attribute__((always_inline)) static inline int update_all_on(
+	struct otel__thread *t, const uint8_t trace_id[16], const uint8_t span_id[8],
+	uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n)
+{
+	int err;
+
+	if (!claim(t)) {
+		/* The arguments' errors come before the state's. */
+		err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, false);
+		return err < 0 ? err : OTEL_THREAD_CTX_ENESTED;
+	}
+	err = update_all_claimed(t, trace_id, span_id, trace_flags, attrs, n);
+	unclaim(t);
+	return err;
 }
 
 __attribute__((noinline)) static int update_all_call(const uint8_t trace_id[16],
@@ -915,4 +1015,13 @@ OTEL_EXPORT int otel_thread_ctx_update_all(const uint8_t trace_id[16], const uin
 	if (__builtin_expect(off == 0, 0))
 		return update_all_call(trace_id, span_id, trace_flags, attrs, n);
 	return update_all_on(thread_at(off), trace_id, span_id, trace_flags, attrs, n);
+}
+
+OTEL_EXPORT int otel_thread_ctx_thread_records(unsigned int *in_use, unsigned int *limit)
+{
+	if (in_use == NULL || limit == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	*in_use = otel__pool_in_use();
+	*limit = OTEL_THREAD_CTX_THREADS_MAX;
+	return OTEL_THREAD_CTX_OK;
 }

@@ -60,8 +60,13 @@ struct otel__thread {
 	/* SHOWN (src/thread_ctx.c) while the slot points to pub, with TRACED
 	 * when pub has a trace id; 0 while the thread publishes nothing. */
 	uint8_t shown;
-	/* Non-zero while the thread-exit cleanup is registered. */
+	/* HOOKED (src/thread_ctx.c) while the thread-exit cleanup is
+	 * registered, EXITED once it has run: the thread publishes no more. */
 	uint8_t hooked;
+	/* Non-zero while a publishing call (or save, or the exit cleanup) runs
+	 * on the thread: a signal handler's call that finds it set interrupted
+	 * one, and is refused with OTEL_THREAD_CTX_ENESTED. */
+	uint8_t busy;
 };
 
 #ifndef OTEL__ARCH_UNSUPPORTED

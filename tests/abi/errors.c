@@ -9,7 +9,17 @@
  * that check-errors.py can compare, function by function, the codes seen
  * with the codes the header lists: each listed code must be produced here,
  * and each code produced must be listed.
+ *
+ * ENESTED comes from calls a signal handler makes while the thread is in a
+ * publishing call: the thread's first publication calls
+ * pthread_setspecific(), which this program interposes (its definition
+ * comes first in the lookup scope) and which raises a signal there.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +55,67 @@ static otel_thread_ctx *ctx_with(unsigned int capacity, int ids)
 	if (ids)
 		CHECK(otel_thread_ctx_set_ids(c, T, S, 1) == 0, "set_ids");
 	return c;
+}
+
+/* Inside a first publication: the handler's calls, each refused with
+ * ENESTED after the arguments' own errors. */
+static int nesting;
+static otel_thread_ctx *nest_ctx, *nest_saved;
+
+static void nested_calls(int sig)
+{
+	static const struct otel_thread_ctx_attr ok = { 1, 2, (const uint8_t *)"ok" };
+	static const struct otel_thread_ctx_attr twice[2] = { { 1, 2, (const uint8_t *)"ok" },
+							      { 1, 2, (const uint8_t *)"ok" } };
+	const char *in = "in a handler inside a publishing call";
+
+	(void)sig;
+	E(otel_thread_ctx_attach, otel_thread_ctx_attach(NULL, nest_saved), OTEL_THREAD_CTX_ENULL,
+	  "NULL before ENESTED");
+	E(otel_thread_ctx_attach, otel_thread_ctx_attach(nest_ctx, nest_saved),
+	  OTEL_THREAD_CTX_ENESTED, in);
+	E(otel_thread_ctx_update, otel_thread_ctx_update(nest_ctx), OTEL_THREAD_CTX_ENESTED, in);
+	E(otel_thread_ctx_detach, otel_thread_ctx_detach(nest_saved), OTEL_THREAD_CTX_ENESTED, in);
+	E(otel_thread_ctx_save, otel_thread_ctx_save(nest_saved), OTEL_THREAD_CTX_ENESTED, in);
+	E(otel_thread_ctx_update_span_id, otel_thread_ctx_update_span_id(Z8), OTEL_THREAD_CTX_EIDS,
+	  "zero span before ENESTED");
+	E(otel_thread_ctx_update_span_id, otel_thread_ctx_update_span_id(S),
+	  OTEL_THREAD_CTX_ENESTED, in);
+	E(otel_thread_ctx_update_trace_flags, otel_thread_ctx_update_trace_flags(1),
+	  OTEL_THREAD_CTX_ENESTED, in);
+	E(otel_thread_ctx_update_all, otel_thread_ctx_update_all(T, S, 1, twice, 2),
+	  OTEL_THREAD_CTX_EDUPKEY, "the attributes before ENESTED");
+	E(otel_thread_ctx_update_all, otel_thread_ctx_update_all(T, S, 1, &ok, 1),
+	  OTEL_THREAD_CTX_ENESTED, in);
+	nesting = 2;
+}
+
+int pthread_setspecific(pthread_key_t key, const void *value)
+{
+	static int (*real)(pthread_key_t, const void *);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_setspecific");
+	if (real == NULL)
+		return EINVAL;
+	if (__atomic_load_n(&nesting, __ATOMIC_RELAXED) == 1)
+		raise(SIGUSR1);
+	return real(key, value);
+}
+
+static void *first_publication(void *arg)
+{
+	struct otel_thread_ctx_record want, got;
+
+	(void)arg;
+	CHECK(otel_thread_ctx_get(nest_ctx, &want) == 0, "get");
+	__atomic_store_n(&nesting, 1, __ATOMIC_RELAXED);
+	CHECK(otel_thread_ctx_attach(nest_ctx, NULL) == 0, "the interrupted attach");
+	CHECK(nesting == 2, "the handler did not run inside the first publication");
+	CHECK(otel_thread_ctx_read(&got) == 0 && memcmp(&got, &want, 28) == 0,
+	      "the interrupted attach did not publish its context");
+	CHECK(otel_thread_ctx_detach(NULL) == 0, "detach");
+	return NULL;
 }
 
 int main(void)
@@ -254,6 +325,18 @@ int main(void)
 		  OTEL_THREAD_CTX_OK, "present");
 		E(otel_thread_ctx_record_attr, otel_thread_ctx_record_attr(&rec, key + 1, &attr),
 		  OTEL_THREAD_CTX_ENOATTR, "unmapped key");
+	}
+
+	/* In a handler, inside a publishing call. */
+	{
+		pthread_t t;
+
+		nest_ctx = c;
+		nest_saved = full;
+		CHECK(signal(SIGUSR1, nested_calls) != SIG_ERR, "signal");
+		CHECK(pthread_create(&t, NULL, first_publication, NULL) == 0 &&
+			      pthread_join(t, NULL) == 0,
+		      "the thread of the nested calls");
 	}
 
 	otel_thread_ctx_destroy(c);

@@ -4,8 +4,10 @@
  * slot is NULL before anything else of it goes) and gives its two records
  * back to the pool, so that an exiting thread leaves nothing behind: the
  * heap is as it was, and new threads publish from the records the old ones
- * gave back.  That holds too when a pthread-key destructor publishes after
- * the library's cleanup ran, and when one publishes before it.
+ * gave back.  That holds too when a pthread-key destructor publishes before
+ * the library's cleanup; one that publishes after it is refused (ETHREAD),
+ * in every round of destructors the C library runs, so that no round, the
+ * last included, can leave records behind.
  *
  * The pool takes and gives back records in last-in, first-out order, so the
  * records threads ever publish from, over any number of threads, are no
@@ -315,24 +317,32 @@ START_TEST(a_later_destructor_finds_nothing_published)
 END_TEST
 
 /*
- * A destructor that runs after the library's cleanup publishes again (its
- * key is younger); one younger still looks at the slot twice: right after
- * that publication, and in the next round of destructors, after the
- * library's cleanup ran once more.
+ * A destructor that runs after the library's cleanup (its key is younger)
+ * tries to publish again, by update_all and by attach: both are refused
+ * with ETHREAD and the slot stays NULL; one younger still looks at the slot
+ * twice: right after that, and in the next round of destructors.
  */
 static pthread_key_t late_key, later_key;
-static unsigned long late_published, later_saw_it, later_saw_null, later_calls;
+static unsigned long late_published, late_refused, later_saw_it, later_saw_null, later_calls;
 static pthread_mutex_t tally_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void late_publish(void *arg)
 {
 	static const struct otel_thread_ctx_attr a = { 2, 4, (const uint8_t *)"late" };
-	int rc = otel_thread_ctx_update_all(trace_a, span_b, 0, &a, 1);
+	int rc = otel_thread_ctx_update_all(trace_a, span_b, 0, &a, 1), rc2;
+	otel_thread_ctx *ctx = NULL;
 
 	(void)arg;
 	note_record();
+	rc2 = otel_thread_ctx_create(&ctx);
+	if (rc2 == 0)
+		rc2 = otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1);
+	if (rc2 == 0)
+		rc2 = otel_thread_ctx_attach(ctx, NULL);
+	otel_thread_ctx_destroy(ctx);
 	pthread_mutex_lock(&tally_lock);
-	late_published += rc == OTEL_THREAD_CTX_OK && otel_thread_ctx_v1 != NULL;
+	late_published += rc == OTEL_THREAD_CTX_OK || otel_thread_ctx_v1 != NULL;
+	late_refused += rc == OTEL_THREAD_CTX_ETHREAD && rc2 == OTEL_THREAD_CTX_ETHREAD;
 	pthread_mutex_unlock(&tally_lock);
 }
 
@@ -357,45 +367,103 @@ static void *publish_with_late_keys(void *arg)
 	return exit_publishing(arg);
 }
 
-START_TEST(publishing_after_the_exit_cleanup_is_cleaned_up_too)
+START_TEST(publishing_after_the_exit_cleanup_is_refused)
 {
 	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4;
+	unsigned int in_use0, in_use, limit;
 	size_t before, after;
 
 	ck_assert_int_eq(pthread_key_create(&late_key, late_publish), 0);
 	ck_assert_int_eq(pthread_key_create(&later_key, later_look), 0);
 	run_threads(publish_with_late_keys, NULL, 64, 8);
 	records_reset();
-	late_published = later_saw_it = later_saw_null = later_calls = 0;
+	late_published = late_refused = later_saw_it = later_saw_null = later_calls = 0;
+	ck_assert_ok(otel_thread_ctx_thread_records(&in_use0, &limit));
 	before = heap_in_use();
 	run_threads(publish_with_late_keys, NULL, n, 8);
 	after = heap_in_use();
-	printf("thread-exit: %lu threads published again in a later destructor: %lu did, "
-	       "%lu then published, %lu found nothing after the cleanup ran again\n",
-	       n, late_published, later_saw_it, later_saw_null);
-	ck_assert_uint_eq(late_published, n);
+	ck_assert_ok(otel_thread_ctx_thread_records(&in_use, &limit));
+	printf("thread-exit: %lu threads tried to publish again in a later destructor: %lu were "
+	       "refused, %lu published; %lu found nothing then, %lu in the next round\n", n,
+	       late_refused, late_published, n - later_saw_it, later_saw_null);
+	ck_assert_uint_eq(late_published, 0);
+	ck_assert_uint_eq(late_refused, n);
 	ck_assert_uint_eq(later_calls, 2 * n);
-	ck_assert_uint_eq(later_saw_it, n);
+	ck_assert_uint_eq(later_saw_it, 0);
 	ck_assert_msg(later_saw_null == n, "%lu of %lu threads still published after their last "
 		      "destructors ran", n - later_saw_null, n);
+	ck_assert_msg(in_use == in_use0, "threads hold %u records after the threads exited, %u "
+		      "before", in_use, in_use0);
 	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
 		      after - before, n);
-	assert_records_reused(n, 8, "publish in a later destructor");
 	pthread_key_delete(late_key);
 	pthread_key_delete(later_key);
 }
 END_TEST
 
 /*
+ * A destructor that registers itself again in every round the C library
+ * runs (four in glibc, PTHREAD_DESTRUCTOR_ITERATIONS) and publishes in each:
+ * before the library's cleanup its publications go through, after it they
+ * are refused, and in the last round, after which nothing runs again, they
+ * take nothing either: the threads leave no record behind.
+ */
+static pthread_key_t round_key;
+static unsigned long round_calls, round_published, round_refused, round_other;
+
+static void publish_every_round(void *arg)
+{
+	uintptr_t round = (uintptr_t)arg;
+	int rc = otel_thread_ctx_update_all(trace_a, span_b, 1, NULL, 0);
+
+	pthread_mutex_lock(&tally_lock);
+	round_calls++;
+	round_published += rc == OTEL_THREAD_CTX_OK;
+	round_refused += rc == OTEL_THREAD_CTX_ETHREAD;
+	round_other += rc != OTEL_THREAD_CTX_OK && rc != OTEL_THREAD_CTX_ETHREAD;
+	pthread_mutex_unlock(&tally_lock);
+	pthread_setspecific(round_key, (void *)(round + 1));
+}
+
+static void *publish_in_every_round(void *arg)
+{
+	pthread_setspecific(round_key, (void *)1);
+	return exit_publishing(arg);
+}
+
+START_TEST(publishing_in_every_round_of_destructors_leaks_nothing)
+{
+	unsigned long n = env_count("OTEL_TEST_THREADS", 4000) / 4;
+	unsigned int in_use0, in_use, limit;
+
+	ck_assert_int_eq(pthread_key_create(&round_key, publish_every_round), 0);
+	round_calls = round_published = round_refused = round_other = 0;
+	ck_assert_ok(otel_thread_ctx_thread_records(&in_use0, &limit));
+	run_threads(publish_in_every_round, NULL, n, 8);
+	ck_assert_ok(otel_thread_ctx_thread_records(&in_use, &limit));
+	printf("thread-exit: %lu threads published in each of their rounds of destructors: %lu "
+	       "calls, %lu published, %lu refused after the cleanup; %u records in use after, %u "
+	       "before\n", n, round_calls, round_published, round_refused, in_use, in_use0);
+	ck_assert_msg(round_calls >= 2 * n, "%lu calls: fewer than two rounds", round_calls);
+	ck_assert_uint_eq(round_other, 0);
+	ck_assert_uint_eq(round_published + round_refused, round_calls);
+	ck_assert_msg(in_use == in_use0, "threads hold %u records after %lu threads exited, %u "
+		      "before: %u leaked", in_use, n, in_use0, in_use - in_use0);
+	ck_assert_uint_eq(limit, OTEL_THREAD_CTX_THREADS_MAX);
+	pthread_key_delete(round_key);
+}
+END_TEST
+
+/*
  * A key made by a constructor that runs before the library's (with the
  * static library, in this executable; with the shared library the library
- * is initialized first and the key is younger): its destructor publishes,
- * and destroys the context the thread attached, whichever of it and the
- * library's cleanup runs first.
+ * is initialized first and the key is younger): its destructor destroys
+ * the context the thread attached and publishes, which goes through when it
+ * runs before the library's cleanup and is refused (ETHREAD) after it.
  */
 static pthread_key_t early_key;
 static int early_key_ok;
-static unsigned long early_ran, early_published, early_found_ours;
+static unsigned long early_ran, early_published, early_refused, early_found_ours;
 
 static void early_destructor(void *arg)
 {
@@ -412,6 +480,7 @@ static void early_destructor(void *arg)
 	early_ran++;
 	early_found_ours += (unsigned long)ours;
 	early_published += rc == OTEL_THREAD_CTX_OK && otel_thread_ctx_v1 != NULL;
+	early_refused += rc == OTEL_THREAD_CTX_ETHREAD && otel_thread_ctx_v1 == NULL;
 	pthread_mutex_unlock(&tally_lock);
 }
 
@@ -444,7 +513,7 @@ START_TEST(a_destructor_in_either_order_publishes_and_destroys)
 	ck_assert_msg(early_key_ok, "the early key could not be made");
 	run_threads(attach_for_the_early_key, NULL, 64, 8);
 	records_reset();
-	early_ran = early_published = early_found_ours = 0;
+	early_ran = early_published = early_refused = early_found_ours = 0;
 	before = heap_in_use();
 	run_threads(attach_for_the_early_key, NULL, n, 8);
 	after = heap_in_use();
@@ -452,11 +521,12 @@ START_TEST(a_destructor_in_either_order_publishes_and_destroys)
 	       "before the library's cleanup (the thread's record still published)\n",
 	       early_ran, early_found_ours);
 	ck_assert_uint_eq(early_ran, n);
-	ck_assert_uint_eq(early_published, n);
-	/* Before the cleanup it finds the record, after it nothing: never
-	 * something else. */
+	/* Before the cleanup it finds the record and publishes, after it
+	 * nothing, and is refused: never something else. */
 	ck_assert_msg(early_found_ours == 0 || early_found_ours == n,
 		      "%lu of %lu destructors found the thread's record", early_found_ours, n);
+	ck_assert_uint_eq(early_published, early_found_ours);
+	ck_assert_uint_eq(early_refused, n - early_found_ours);
 	ck_assert_msg(after <= before + 64 * 1024, "heap grew by %zu bytes over %lu threads",
 		      after - before, n);
 	assert_records_reused(n, 8, "publish in an early destructor");
@@ -500,7 +570,8 @@ Suite *test_suite(void)
 		{ "no-leak", exiting_threads_leave_nothing },
 		{ "records-reused", new_threads_take_the_records_exited_threads_gave_back },
 		{ "slot-null-after-cleanup", a_later_destructor_finds_nothing_published },
-		{ "publish-during-exit", publishing_after_the_exit_cleanup_is_cleaned_up_too },
+		{ "publish-during-exit", publishing_after_the_exit_cleanup_is_refused },
+		{ "publish-every-round", publishing_in_every_round_of_destructors_leaks_nothing },
 		{ "destructor-either-order", a_destructor_in_either_order_publishes_and_destroys },
 		{ "context-outlives-thread", a_context_outlives_the_thread_that_attached_it },
 	};

@@ -175,6 +175,9 @@ struct storm {
 	char writer_what[200]; /* what the writer found wrong, when rc is -1 */
 	/* Counted by the handler: samples of the slot, and of save(). */
 	unsigned long handled, null, ok, wrong, spare_calls, saves_checked, saves_wrong;
+	/* save() refused (ENESTED: the signal came inside a publishing call),
+	 * and publications the handler made and put back. */
+	unsigned long saves_nested, handler_published;
 	unsigned long in_window[STORM_PATHS];
 	int spare_rc;            /* the first failure of the spare-context work */
 	unsigned int spare_line; /* where it was found */
@@ -315,10 +318,15 @@ static inline int storm_holds_image(otel_thread_ctx *ctx, const struct storm_ima
 }
 
 /*
- * In the handler: every function documented as async-signal-safe that does
- * not publish, on contexts of the handler's own, each result checked; and
- * save(), which must give what the slot may show.  Never a call that
- * publishes: a handler must not publish on the thread it interrupted.
+ * In the handler: every function documented as async-signal-safe, on
+ * contexts of the handler's own, each result checked; and save(), which
+ * must give what the slot may show, or, when the signal came inside a
+ * publishing call (the writer had named a publication), be refused with
+ * ENESTED and leave its context as it was.  After a save that went through,
+ * every fourth time, the handler publishes a record of its own on the
+ * thread it interrupted and puts back what it saved, as a profiler tagging
+ * its sample would: both must go through (no call of the thread's was
+ * running), and the slot must then show what was saved.
  */
 static inline void storm_spare_work(struct storm *s, const struct otel_thread_ctx_record *sample,
 				    const struct storm_image *was, const struct storm_image *next)
@@ -337,15 +345,55 @@ static inline void storm_spare_work(struct storm *s, const struct otel_thread_ct
 	s->spare_calls++;
 	/* save: what the thread publishes, the whole of what it published
 	 * last or of what it is publishing; nothing else. */
+	rc = STORM_CALL(otel_thread_ctx_get)(s->spare_saved, &small_had);
+	STORM_SPARE_CHECK(s, rc == 0 || rc == OTEL_THREAD_CTX_ENOCTX, rc);
 	rc = STORM_CALL(otel_thread_ctx_save)(s->spare_saved);
-	STORM_SPARE_CHECK(s, rc == 0, rc);
-	if (!storm_holds_image(s->spare_saved, was) &&
+	if (rc == OTEL_THREAD_CTX_ENESTED) {
+		/* Only inside a publication, and nothing changed. */
+		struct otel_thread_ctx_record now;
+		int rc2 = STORM_CALL(otel_thread_ctx_get)(s->spare_saved, &now);
+
+		STORM_SPARE_CHECK(s, next != NULL, rc);
+		STORM_SPARE_CHECK(s, rc2 == OTEL_THREAD_CTX_ENOCTX ||
+					     (rc2 == 0 && memcmp(&now, &small_had,
+								 28 + small_had.attrs_data_size) == 0),
+				  rc2);
+		s->saves_nested++;
+	} else {
+		STORM_SPARE_CHECK(s, rc == 0, rc);
+	}
+	if (rc == 0 && sample != NULL && n % 4 == 1) {
+		/* Publish, then put back what was saved. */
+		struct otel_thread_ctx_record mine, had;
+		int had_rc = STORM_CALL(otel_thread_ctx_get)(s->spare_saved, &had);
+
+		rc = storm_write_draft(s->spare, n + 1);
+		STORM_SPARE_CHECK(s, rc == 0, rc);
+		storm_expected(n + 1, &mine);
+		rc = STORM_CALL(otel_thread_ctx_update)(s->spare);
+		STORM_SPARE_CHECK(s, rc == 0, rc);
+		STORM_SPARE_CHECK(s, STORM_SLOT != NULL &&
+					     memcmp(STORM_SLOT, &mine, 28 + mine.attrs_data_size) == 0,
+				  0);
+		rc = STORM_CALL(otel_thread_ctx_update)(s->spare_saved);
+		STORM_SPARE_CHECK(s, rc == 0, rc);
+		STORM_SPARE_CHECK(s, had_rc == OTEL_THREAD_CTX_ENOCTX ? STORM_SLOT == NULL :
+					     STORM_SLOT != NULL &&
+						     memcmp(STORM_SLOT, &had,
+							    28 + had.attrs_data_size) == 0,
+				  0);
+		s->handler_published++;
+	}
+	if (rc != 0) {
+		/* Refused: nothing saved to check. */
+	} else if (!storm_holds_image(s->spare_saved, was) &&
 	    !(next != NULL && storm_holds_image(s->spare_saved, next))) {
 		s->saves_wrong++;
 		rc = STORM_CALL(otel_thread_ctx_get)(s->spare_saved, &got);
 		storm_describe(s, s->save_what, "save", rc == 0 ? &got : NULL);
 	}
-	s->saves_checked++;
+	if (rc == 0)
+		s->saves_checked++;
 	/* The setters, record n. */
 	rc = storm_write_draft(s->spare, n);
 	STORM_SPARE_CHECK(s, rc == 0, rc);
@@ -908,11 +956,13 @@ static inline int storm_run(struct storm *s, unsigned long want, double limit_s)
 	storm_destroy_all(s);
 	printf("signal-storm: a signal every %ld us (the last writer's timer): %lu handled: "
 	       "%lu records, %lu empty as due, "
-	       "%lu wrong; %llu publications by %u writer threads; save() %lu times, %lu wrong; "
-	       "samples inside each path's calls:",
+	       "%lu wrong; %llu publications by %u writer threads; save() %lu times, %lu wrong, "
+	       "%lu refused inside a publication (ENESTED); %lu publications by the handler, put "
+	       "back; samples inside each path's calls:",
 	       s->period_ns / 1000, s->handled, s->ok, s->null, s->wrong,
 	       (unsigned long long)s->records,
-	       s->writers_made, s->saves_checked, s->saves_wrong);
+	       s->writers_made, s->saves_checked, s->saves_wrong, s->saves_nested,
+	       s->handler_published);
 	for (int i = 0; i < STORM_PATHS; i++)
 		printf(" %s %lu;", storm_path_names[i], s->in_window[i]);
 	printf(" the handler's own work %lu times, allocation and locks %s\n", s->spare_calls,

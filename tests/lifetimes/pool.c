@@ -15,6 +15,20 @@
  *                         marks are still there before it gives the pair
  *                         back.  Every pair taken has both records valid and
  *                         the taker as owner.
+ *   pool shortage         mmap() fails (an interposed mmap, below) at each
+ *                         of the first slabs' growth steps, 140,000 times at
+ *                         one of them, more than the pool has pairs: every
+ *                         take fails with ENOMEM, and once mmap() works
+ *                         again the next take gets exactly the next index,
+ *                         so a failure took nothing; the pairs in use count
+ *                         only the takes that succeeded.
+ *   pool full             the pool driven to its last pairs (the test hook
+ *                         otel__pool_test_set_fresh, then to 2^32 - 1, where
+ *                         a counter that wrapped would hand out pair 0 while
+ *                         its owner holds it): takes past the last pair fail
+ *                         with EFULL, a million of them leave the counter
+ *                         where it was, and a pair given back is taken
+ *                         again.
  *   pool fork             pairs taken for three owners, then fork(): in the
  *                         child, the reclaim of the fork gives back the
  *                         pairs of the two owners the child does not have,
@@ -26,12 +40,15 @@
  * next holder's writes.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,11 +78,37 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * mmap() for the whole process: the system call, or ENOMEM while
+ * `maps_fail` is set.  Defined in the executable, it is the one the pool
+ * (compiled in) calls.  Counted only while failing.
+ */
+static int maps_fail;
+static unsigned long maps_refused;
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	long r;
+
+	if (__atomic_load_n(&maps_fail, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&maps_refused, 1, __ATOMIC_RELAXED);
+		errno = ENOMEM;
+		return MAP_FAILED;
+	}
+	r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return MAP_FAILED;
+	}
+	return (void *)r;
+}
+
 static struct otel__pair *take(struct otel__thread *me)
 {
-	struct otel__pair *p = otel__pool_take(me);
+	struct otel__pair *p = NULL;
+	int err = otel__pool_take(me, &p);
 
-	CHECK(p != NULL, "the pool gave no pair (no memory?)");
+	CHECK(err == 0 && p != NULL, "the pool gave no pair (%d)", err);
 	CHECK(p->index < MAX_PAIRS, "pair index %u", p->index);
 	/* Relaxed: only the pool may order one holder's writes before the
 	 * next one's (ThreadSanitizer checks that it does). */
@@ -186,13 +229,111 @@ static int fork_reclaim(void)
 	return 0;
 }
 
+/* The pool's own figures (src/pool.c). */
+#define SLAB_PAIRS 63u
+#define POOL_PAIRS 129024u
+
+static int shortage(unsigned long attempts)
+{
+	static struct otel__pair *taken[5 * SLAB_PAIRS];
+	struct otel__thread *me = &owners[0];
+	unsigned int in_use0 = otel__pool_in_use();
+
+	me->id = 1;
+	for (unsigned i = 0; i < 5 * SLAB_PAIRS; i++) {
+		if (i % SLAB_PAIRS == 0) {
+			/* A growth step: the slab of pair i is not mapped. */
+			unsigned long n = i == 2 * SLAB_PAIRS ? attempts : 1000;
+
+			__atomic_store_n(&maps_fail, 1, __ATOMIC_RELAXED);
+			for (unsigned long k = 0; k < n; k++) {
+				struct otel__pair *p = NULL;
+				int err = otel__pool_take(me, &p);
+
+				CHECK(err == -ENOMEM && p == NULL,
+				      "pair %u, mmap() failing: attempt %lu got %d", i, k, err);
+			}
+			__atomic_store_n(&maps_fail, 0, __ATOMIC_RELAXED);
+			CHECK(otel__pool_in_use() == in_use0 + i,
+			      "pair %u: %u pairs in use after failed takes, not %u", i,
+			      otel__pool_in_use(), in_use0 + i);
+		}
+		taken[i] = take(me);
+		CHECK(taken[i]->index == i, "after failed takes the pool handed out pair %u, not %u: "
+		      "a failure took an index", taken[i]->index, i);
+	}
+	CHECK(otel__pool_in_use() == in_use0 + 5 * SLAB_PAIRS, "%u pairs in use",
+	      otel__pool_in_use());
+	for (unsigned i = 0; i < 5 * SLAB_PAIRS; i++)
+		give(me, taken[i]);
+	CHECK(otel__pool_in_use() == in_use0, "%u pairs in use after every give",
+	      otel__pool_in_use());
+	printf("pool shortage: %lu takes refused with ENOMEM at 5 growth steps (%lu at one), none "
+	       "took an index; the %u takes after them got pairs 0 to %u in order\n",
+	       maps_refused, attempts, 5 * SLAB_PAIRS, 5 * SLAB_PAIRS - 1);
+	return 0;
+}
+
+/* Takes that must fail with EFULL, n times. */
+static void refused_full(struct otel__thread *me, unsigned long n, const char *when)
+{
+	for (unsigned long k = 0; k < n; k++) {
+		struct otel__pair *p = NULL;
+		int err = otel__pool_take(me, &p);
+
+		CHECK(err == OTEL_THREAD_CTX_EFULL && p == NULL, "%s: take %lu got %d (pair %u), not EFULL", when, k,
+		      err, p != NULL ? p->index : 0);
+	}
+}
+
+static int full(unsigned long attempts)
+{
+	struct otel__thread *me = &owners[0], *other = &owners[1];
+	struct otel__pair *first, *a, *b, *again;
+
+	me->id = 1;
+	other->id = 2;
+	/* Pair 0 is held throughout: a wrapped counter would hand it out. */
+	first = take(other);
+	CHECK(first->index == 0, "the first pair is %u", first->index);
+	otel__pool_test_set_fresh(POOL_PAIRS - 2);
+	a = b = NULL;
+	CHECK(otel__pool_take(me, &a) == 0 && otel__pool_take(me, &b) == 0,
+	      "no pair for the last two");
+	CHECK(a != NULL && b != NULL && a->index == POOL_PAIRS - 2 && b->index == POOL_PAIRS - 1,
+	      "the last two pairs were not handed out");
+	CHECK(a->owner == me && b->owner == me && a->rec[0].valid == 1 && b->rec[1].valid == 1,
+	      "the last pairs are not set up");
+	refused_full(me, attempts, "a full pool");
+	/* The counter saturated: the hook, told 2^32 - 1, keeps it there. */
+	otel__pool_test_set_fresh(UINT32_MAX);
+	refused_full(me, 1000, "a counter told 2^32 - 1");
+	/* A pair given back serves the next take, then the pool is full again. */
+	otel__pool_give(a);
+	again = NULL;
+	CHECK(otel__pool_take(me, &again) == 0 && again == a,
+	      "a pair given back to a full pool was not taken again");
+	refused_full(me, 1000, "full again");
+	otel__pool_give(again);
+	otel__pool_give(b);
+	give(other, first);
+	printf("pool full: pairs %u and %u handed out last; %lu takes after them refused with "
+	       "EFULL, and 1,000 more with the counter at 2^32 - 1; a pair given back was "
+	       "taken again\n", POOL_PAIRS - 2, POOL_PAIRS - 1, attempts);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "shortage") == 0)
+		return shortage(env_count("OTEL_TEST_POOL_ATTEMPTS", 140000));
+	if (argc == 2 && strcmp(argv[1], "full") == 0)
+		return full(env_count("OTEL_TEST_POOL_ATTEMPTS", 1000000));
 	if (argc >= 2 && strcmp(argv[1], "race") == 0)
 		return race(argc > 2 ? strtod(argv[2], NULL) :
 				       (double)env_count("OTEL_TEST_POOL_SECONDS", 2));
 	if (argc == 2 && strcmp(argv[1], "fork") == 0)
 		return fork_reclaim();
-	fprintf(stderr, "usage: pool race [seconds] | pool fork\n");
+	fprintf(stderr, "usage: pool race [seconds] | pool shortage | pool full | pool fork\n");
 	return 2;
 }

@@ -111,6 +111,8 @@ class Error(enum.IntEnum):
     EOPTIONS = -4021
     EUNSUPPORTED = -4023
     ENOATTR = -4024
+    ENESTED = -4025
+    EFULL = -4026
 
 
 def strerror(code: int) -> str:

@@ -73,6 +73,8 @@ pub const OTEL_THREAD_CTX_EDUPKEY: c_int = -4020;
 pub const OTEL_THREAD_CTX_EOPTIONS: c_int = -4021;
 pub const OTEL_THREAD_CTX_EUNSUPPORTED: c_int = -4023;
 pub const OTEL_THREAD_CTX_ENOATTR: c_int = -4024;
+pub const OTEL_THREAD_CTX_ENESTED: c_int = -4025;
+pub const OTEL_THREAD_CTX_EFULL: c_int = -4026;
 
 /// `struct otel_thread_ctx_options`.
 #[repr(C)]

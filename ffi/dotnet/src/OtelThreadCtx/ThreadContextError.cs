@@ -28,7 +28,7 @@ public enum ThreadContextError
     Value = -4004,
     /// <summary>Attribute value is not valid UTF-8 (or, from .NET, a string that is not valid UTF-16).</summary>
     Utf8 = -4005,
-    /// <summary>The thread-exit cleanup could not be set up.</summary>
+    /// <summary>The thread-exit cleanup could not be set up, or has already run on this thread.</summary>
     Thread = -4007,
     /// <summary>The thread publishes nothing, or the context holds no record.</summary>
     NoContext = -4008,
@@ -62,6 +62,10 @@ public enum ThreadContextError
     Unsupported = -4023,
     /// <summary>No (more) attributes: the record has no attribute of that key.</summary>
     NoAttribute = -4024,
+    /// <summary>Called from a signal handler that interrupted a publishing call on the same thread; nothing changed.</summary>
+    Nested = -4025,
+    /// <summary>A thread's first publication: the pool's records for 129,024 threads are all in use.</summary>
+    PoolFull = -4026,
 }
 
 /// <summary>
