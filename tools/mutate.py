@@ -82,10 +82,10 @@ MUTANTS = [
     # Publication order: a reader must never see a record before it is
     # complete, nor a record being written.
     Mutant("order-span-id", "publication order", TC,
-           "\td = draft_for(t, FIELD_SPAN);\n\tmemcpy(d->span_id, span_id, 8);\n"
-           "\tpublish_draft(t, d, FIELD_SPAN);\n",
-           "\td = draft_for(t, FIELD_SPAN);\n\tpublish_draft(t, d, FIELD_SPAN);\n"
-           "\tmemcpy(d->span_id, span_id, 8);\n",
+           "\t\td = draft_for(t, FIELD_SPAN);\n\t\tmemcpy(d->span_id, span_id, 8);\n"
+           "\t\tpublish_draft(t, d, FIELD_SPAN);\n",
+           "\t\td = draft_for(t, FIELD_SPAN);\n\t\tpublish_draft(t, d, FIELD_SPAN);\n"
+           "\t\tmemcpy(d->span_id, span_id, 8);\n",
            STORM, "update_span_id stores the slot, then writes the span id"),
     Mutant("order-update-all", "publication order", TC,
            "\twrite_ids(d, trace_id, span_id, trace_flags);\n\tpublish_draft(t, d, FIELD_ALL);\n",
@@ -98,7 +98,7 @@ MUTANTS = [
            "the draft and the published record do not swap roles: the next publication "
            "writes the record readers see"),
     Mutant("order-slot-in-context", "publication order", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
            "\tpublish(t, crec_of(ctx));\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
@@ -146,7 +146,7 @@ MUTANTS = [
            ["api-static", "model-static", "load-startup"],
            "update_span_id leaves the draft's old span id marked up to date"),
     Mutant("stale-attach-mark", "stale fields", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
            "\tpublish_draft(t, d, 0);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
            "__attribute__((noinline, cold)) static int attach_first(",
@@ -164,9 +164,9 @@ MUTANTS = [
            "\terr = saved != NULL ? check_saved(t, saved) : 0;\n\tif (ctx->none) {\n",
            ["refusals-static", "scopes-static", "interpose-exe"],
            "attach with a saved too small refuses, but publishes the context all the same",
-           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n"
+           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
                   "\treturn OTEL_THREAD_CTX_OK;\n}\n\n__attribute__((noinline, cold)) static int attach_first(",
-                  "\tpublish_draft(t, d, FIELD_ALL);\n\t/* pub before shown: a handler's save() sees the old state or the new. */\n\t__atomic_signal_fence(__ATOMIC_SEQ_CST);\n\tt->shown = (uint8_t)shown;\n"
+                  "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
                   "\treturn err;\n}\n\n__attribute__((noinline, cold)) static int attach_first("),
                  ("\tif (saved != NULL)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n",
                   "\tif (saved != NULL && !err)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n")]),
@@ -208,11 +208,11 @@ MUTANTS = [
     # No allocation and no lock where the header says so (the signal
     # storm's handler runs these with both forbidden).
     Mutant("alloc-span-id", "no allocation", TC,
-           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n"
-           "\td = draft_for(t, FIELD_SPAN);\n",
-           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n"
-           "\t{ void *volatile scratch = malloc(16); free(scratch); }\n"
-           "\td = draft_for(t, FIELD_SPAN);\n",
+           "\tif (__builtin_expect(t->shown == (SHOWN | TRACED), 1)) {\n"
+           "\t\td = draft_for(t, FIELD_SPAN);\n",
+           "\tif (__builtin_expect(t->shown == (SHOWN | TRACED), 1)) {\n"
+           "\t\t{ void *volatile scratch = malloc(16); free(scratch); }\n"
+           "\t\td = draft_for(t, FIELD_SPAN);\n",
            ["load-startup"], "update_span_id allocates"),
     Mutant("lock-key-count", "no lock", "src/keys.c",
            "OTEL_EXPORT unsigned int otel_thread_ctx_key_count(void)\n{\n\treturn visible_count();\n}",
@@ -227,18 +227,58 @@ MUTANTS = [
            ["no-abort-exit-print-writer"], "otel_thread_ctx_read(NULL) aborts"),
     # Thread exit: the slot NULL first, then the records back to the pool.
     Mutant("exit-give-first", "thread exit", TC,
-           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n"
-           "\tt->pub = NULL;\n\tt->flip = 0;\n\totel__pool_give((struct otel__pair *)(void *)first);\n",
-           "\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n"
-           "\totel__pool_give((struct otel__pair *)(void *)first);\n\tpublish(t, NULL);\n"
-           "\tt->shown = 0;\n\tt->pub = NULL;\n\tt->flip = 0;\n",
+           "\t\tpublish(t, NULL);\n\t\tt->shown = 0;\n\t\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n"
+           "\t\tt->pub = NULL;\n\t\tt->flip = 0;\n\t\totel__pool_give((struct otel__pair *)(void *)first);\n",
+           "\t\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n"
+           "\t\totel__pool_give((struct otel__pair *)(void *)first);\n\t\tpublish(t, NULL);\n"
+           "\t\tt->shown = 0;\n\t\tt->pub = NULL;\n\t\tt->flip = 0;\n",
            ["exit-order", "thread-exit-static"],
            "an exiting thread gives its records back while its slot still leads to one"),
     Mutant("exit-no-unpublish", "thread exit", TC,
-           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n",
-           "\tt->shown = 0;\n\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n",
+           "\t\tpublish(t, NULL);\n\t\tt->shown = 0;\n\t\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n",
+           "\t\tt->shown = 0;\n\t\tfirst = t->pub < draft_of(t) ? t->pub : draft_of(t);\n",
            ["exit-order", "thread-exit-static", "load-startup", "interpose-exe"],
            "an exiting thread gives its records back and leaves its slot leading to one"),
+    Mutant("exit-republish", "thread exit", TC,
+           "\tif (t->hooked == EXITED)\n\t\treturn OTEL_THREAD_CTX_ETHREAD;\n", "",
+           ["thread-exit-static", "exit-order"],
+           "a destructor that publishes after the exit cleanup takes records again, which "
+           "the C library's last round of destructors never gives back"),
+    # A signal handler that publishes on the thread it interrupted: refused
+    # inside a publishing call, whole outside one.
+    Mutant("nested-no-claim", "signal handlers", TC,
+           "\tif (__builtin_expect(__atomic_load_n(&t->busy, __ATOMIC_RELAXED) != 0, 0))\n"
+           "\t\treturn false;\n", "",
+           ["step-inject-static", "signal-storm-static", "abi-errors"],
+           "a handler's publication is not refused inside the call it interrupted: the "
+           "interrupted call goes on writing the record the handler published"),
+    Mutant("nested-unclaim-early", "signal handlers", TC,
+           "\terr = attach_claimed(t, ctx, saved);\n\tunclaim(t);\n",
+           "\tunclaim(t);\n\terr = attach_claimed(t, ctx, saved);\n",
+           ["step-inject-static", "signal-storm-static"],
+           "attach gives its claim back before it publishes"),
+    Mutant("nested-save-unclaimed", "signal handlers", TC,
+           "\tif (!claim(t))\n\t\treturn OTEL_THREAD_CTX_ENESTED;\n\terr = check_saved(t, saved);\n"
+           "\tif (err == OTEL_THREAD_CTX_OK)\n\t\tsave(t, saved);\n\tunclaim(t);\n",
+           "\terr = check_saved(t, saved);\n\tif (err == OTEL_THREAD_CTX_OK)\n\t\tsave(t, saved);\n",
+           ["step-inject-static", "signal-storm-static"],
+           "save() in a handler reads the thread's state while the call it interrupted "
+           "changes it (the new record with the old \"traced\" bit)"),
+    # The pool: a failure takes nothing, and the counter never wraps.
+    Mutant("pool-index-on-failure", "pool", POOL,
+           "\t\tslab = slab_for(index);\n\t\tif (slab == NULL)\n\t\t\treturn OTEL_THREAD_CTX_ENOMEM;\n",
+           "\t\tslab = slab_for(index);\n\t\tif (slab == NULL) {\n"
+           "\t\t\t__atomic_fetch_add(&fresh, 1, __ATOMIC_RELAXED);\n"
+           "\t\t\treturn OTEL_THREAD_CTX_ENOMEM;\n\t\t}\n",
+           ["pool-shortage"], "a first publication that cannot map memory uses up a pool index"),
+    Mutant("pool-counter-wraps", "pool", POOL,
+           "\t\tif (index >= MAX_PAIRS)\n\t\t\treturn OTEL_THREAD_CTX_EFULL;\n",
+           "\t\tif (index >= MAX_PAIRS) {\n\t\t\t__atomic_fetch_add(&fresh, 1, __ATOMIC_RELAXED);\n"
+           "\t\t\treturn OTEL_THREAD_CTX_EFULL;\n\t\t}\n",
+           ["pool-full"], "every take from a full pool counts on, and the counter wraps onto "
+           "pairs that threads hold",
+           also=[("\t__atomic_store_n(&fresh, index < MAX_PAIRS ? index : MAX_PAIRS, __ATOMIC_RELAXED);\n",
+                  "\t__atomic_store_n(&fresh, index, __ATOMIC_RELAXED);\n")]),
     # fork(): the child's only thread keeps its records, the others' go back.
     Mutant("fork-own-pair", "fork", POOL,
            "\t\t\tif (owner != NULL && owner != self)\n",
@@ -269,8 +309,8 @@ MUTANTS = [
            "the vector registers a dynamic-TLS resolver overwrites are not declared"),
     # Thread exit, at every instruction of the cleanup.
     Mutant("exit-slot-kept", "thread exit", TC,
-           "\tpublish(t, NULL);\n\tt->shown = 0;\n\tfirst = t->pub < draft_of(t)",
-           "\tt->shown = 0;\n\tfirst = t->pub < draft_of(t)",
+           "\t\tpublish(t, NULL);\n\t\tt->shown = 0;\n\t\tfirst = t->pub < draft_of(t)",
+           "\t\tt->shown = 0;\n\t\tfirst = t->pub < draft_of(t)",
            STEP, "an exiting thread gives its records back and leaves its slot leading to one"),
     # The process context's update protocol, read at every instruction by
     # the single-step harness (a reader that follows the protocol must
@@ -343,11 +383,9 @@ MUTANTS = [
            ["fast-path-checks-static"], "update_trace_flags checks the ids of the draft "
            "(the record published before), not of the record published"),
     Mutant("fast-span-draft", "fast-path checks", TC,
-           "\tif (__builtin_expect(t->shown != (SHOWN | TRACED), 0))\n"
-           "\t\treturn t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;\n",
-           "\tif (!t->shown)\n\t\treturn OTEL_THREAD_CTX_ENOCTX;\n"
-           "\tif (all_zero(((struct otel_thread_ctx_record *)(void *)((uintptr_t)t->pub ^ t->flip))\n"
-           "\t\t->trace_id, 16))\n\t\treturn OTEL_THREAD_CTX_EIDS;\n",
+           "\tif (__builtin_expect(t->shown == (SHOWN | TRACED), 1)) {\n",
+           "\tif (t->shown && !all_zero(((struct otel_thread_ctx_record *)(void *)"
+           "((uintptr_t)t->pub ^ t->flip))->trace_id, 16)) {\n",
            ["fast-path-checks-static"], "update_span_id checks the ids of the draft "
            "(the record published before), not of the record published"),
     # The sampler's profile (tools/sample/): the known-answer workload

@@ -99,6 +99,12 @@ static const char *const path_names[PATH_COUNT] = {
 	"process-update", "process-key-register", "process-unpublish",
 };
 
+/* The handlers injected (OTEL_STEP_INJECT), each a signal handler that
+ * publishes on the thread it interrupted. */
+enum handler { H_UPDATE, H_SAVE_RESTORE, H_COUNT };
+static const char *const handler_names[H_COUNT] = { "update", "save-restore" };
+#define EXTRA_MAX 8
+
 /* What the writer tells the tracer before each path. */
 struct msg {
 	int path;
@@ -109,6 +115,14 @@ struct msg {
 	/* Thread paths: the records expected (len 0: nothing published). */
 	uint32_t old_len, new_len;
 	uint8_t old_rec[REC_MAX], new_rec[REC_MAX];
+	/* Injection: the handler (-1: none), the run (-1: the one that counts
+	 * the path's instructions, no handler; then one run per instruction
+	 * boundary, the tracer picks which), and the other records a reader
+	 * may then see (the handler's publications, in either order). */
+	int handler, run;
+	uint32_t n_extra;
+	uint32_t extra_len[EXTRA_MAX];
+	uint8_t extra_rec[EXTRA_MAX][REC_MAX];
 	/* Process paths: in the new payload and not in the old one ("" for
 	 * unpublish, whose new state is "not published"). */
 	char marker[64];
@@ -116,6 +130,19 @@ struct msg {
 };
 
 static int to_tracer[2], to_writer[2];
+
+/* Whole messages over a pipe (a message is larger than PIPE_BUF). */
+static bool read_all(int fd, void *p, size_t n)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t r = read(fd, (char *)p + done, n - done);
+
+		if (r <= 0)
+			return false;
+		done += (size_t)r;
+	}
+	return true;
+}
 
 static void die(const char *what)
 {
@@ -204,22 +231,39 @@ static uint32_t published_bytes(uint8_t *out)
 
 static void wwrite(int fd, const void *p, size_t n)
 {
-	if (write(fd, p, n) != (ssize_t)n)
-		_exit(1);
+	for (size_t done = 0; done < n;) {
+		ssize_t w = write(fd, (const char *)p + done, n - done);
+
+		if (w <= 0)
+			_exit(1);
+		done += (size_t)w;
+	}
 }
 
 /* Hands the path to the tracer, then stops for it (the tracer has seized
- * this thread when it answers). */
-static void handshake(struct msg *m)
+ * this thread when it answers 'g').  False when it answers 'e': injection
+ * runs past the path's last instruction, nothing to run. */
+static bool handshake_or_end(struct msg *m)
 {
 	char go;
 
 	m->tid = (pid_t)syscall(SYS_gettid);
 	m->slot = (uint64_t)(uintptr_t)&otel_thread_ctx_v1;
 	wwrite(to_tracer[1], m, sizeof(*m));
-	if (read(to_writer[0], &go, 1) != 1 || go != 'g')
+	if (read(to_writer[0], &go, 1) != 1 || (go != 'g' && go != 'e'))
 		_exit(0);
+	if (go == 'e')
+		return false;
 	raise(SIGTRAP);
+	return true;
+}
+
+static void handshake(struct msg *m)
+{
+	m->handler = -1;
+	m->run = -1;
+	if (!handshake_or_end(m))
+		_exit(1);
 }
 
 static void *writer(void *arg)
@@ -362,6 +406,446 @@ static void *writer(void *arg)
 	otel_thread_ctx_destroy(saved);
 	otel_thread_ctx_destroy(nothing);
 	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Injection: a handler that publishes, at every instruction boundary.  */
+
+/*
+ * With OTEL_STEP_INJECT, each thread path runs once to count its
+ * instructions, then once more per instruction boundary, with a signal
+ * delivered there (by the tracer) whose handler publishes on the thread it
+ * interrupted: update(h), as a runtime switching green threads does, or
+ * save(hs), update(h), update_span_id(), update(hs), as a profiler tagging
+ * its sample does.  The tracer reads the
+ * slot at every instruction, the handler's included, and accepts only whole
+ * records of a publication: the path's old and new ones, and those of the
+ * handler and the path run one after the other in either order.  When both
+ * have returned, the writer checks the contract of otel_thread_ctx.h
+ * ("Signals and locks"): a handler refused with ENESTED changed nothing and
+ * the state is the path's alone; otherwise the state is that of the handler
+ * then the path, or of the path then the handler, run on a thread of their
+ * own (references computed here beforehand).  "The state" is what the
+ * thread publishes, what the calls saved, and what a few later calls
+ * (update_span_id, update_trace_flags, save) then do: a stale-field mark or
+ * a "traced" bit that the interrupted call left wrong shows there.  The
+ * thread-exit path is injected where the library's own code runs (its exit
+ * cleanup), and must leave no record in use.
+ */
+static const uint8_t trace_h[16] = {0x71, 0x72, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78,
+				    0x79, 0x7a, 0x7b, 0x7c, 0x7d, 0x7e, 0x7f, 0x70};
+static const uint8_t span_h[8] = {0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88};
+static const uint8_t span_p[8] = {0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98};
+static const uint8_t span_q[8] = {0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8};
+#define NOT_CALLED 1
+
+struct world {
+	otel_thread_ctx *a, *b, *saved, *nothing, *h, *hs, *tmp;
+};
+
+static void world_make(struct world *w)
+{
+	w->a = make_ctx(trace_a, span_a, 1, "a-value");
+	w->b = make_ctx(trace_b, span_b, 0, "the b value, longer");
+	w->saved = make_ctx(NULL, NULL, 0, NULL);
+	w->nothing = make_ctx(NULL, NULL, 0, NULL);
+	w->h = make_ctx(trace_h, span_h, 1, "handler");
+	w->hs = make_ctx(NULL, NULL, 0, NULL);
+	w->tmp = make_ctx(NULL, NULL, 0, NULL);
+}
+
+static void world_free(struct world *w)
+{
+	otel_thread_ctx *all[] = {w->a, w->b, w->saved, w->nothing, w->h, w->hs, w->tmp};
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		otel_thread_ctx_destroy(all[i]);
+}
+
+/* The state a path starts from, on a new thread. */
+static void path_setup(int p, struct world *w)
+{
+	wcheck(otel_thread_ctx_save(w->nothing), "save nothing");
+	if (p != PATH_FIRST)
+		wcheck(otel_thread_ctx_attach(w->a, NULL), "attach a");
+	if (p == PATH_SPAN_AGAIN)
+		wcheck(otel_thread_ctx_update_span_id(span_b), "span b");
+}
+
+static uint64_t path_entry(int p)
+{
+	switch (p) {
+	case PATH_UPDATE:
+	case PATH_UPDATE_NOTHING:
+		return (uint64_t)(uintptr_t)fp_update;
+	case PATH_DETACH:
+		return (uint64_t)(uintptr_t)fp_detach;
+	case PATH_SAVE:
+		return (uint64_t)(uintptr_t)fp_save;
+	case PATH_SPAN:
+	case PATH_SPAN_AGAIN:
+		return (uint64_t)(uintptr_t)fp_span;
+	case PATH_FLAGS:
+		return (uint64_t)(uintptr_t)fp_flags;
+	case PATH_ALL:
+		return (uint64_t)(uintptr_t)fp_all;
+	default:
+		return (uint64_t)(uintptr_t)fp_attach;
+	}
+}
+
+/* The path's call. */
+static int path_call(int p, struct world *w)
+{
+	struct otel_thread_ctx_attr attrs[2] = {
+		{key_b, 5, (const uint8_t *)"fresh"}, {key_a, 3, (const uint8_t *)"new"},
+	};
+
+	switch (p) {
+	case PATH_FIRST:
+	case PATH_ATTACH:
+		return fp_attach(w->b, NULL);
+	case PATH_ATTACH_SAVED:
+		return fp_attach(w->b, w->saved);
+	case PATH_UPDATE:
+		return fp_update(w->b);
+	case PATH_UPDATE_NOTHING:
+		return fp_update(w->nothing);
+	case PATH_DETACH:
+		return fp_detach(w->saved);
+	case PATH_SAVE:
+		return fp_save(w->saved);
+	case PATH_SPAN:
+	case PATH_SPAN_AGAIN:
+		return fp_span(span_c);
+	case PATH_FLAGS:
+		return fp_flags(0);
+	case PATH_ALL:
+		return fp_all(trace_b, span_c, 1, attrs, 2);
+	}
+	return -1;
+}
+
+/* The handler's calls. */
+static void handler_calls(struct world *w, int kind, int rc[4])
+{
+	rc[0] = rc[1] = rc[2] = rc[3] = NOT_CALLED;
+	switch (kind) {
+	case H_UPDATE:
+		rc[0] = otel_thread_ctx_update(w->h);
+		break;
+	case H_SAVE_RESTORE:
+		rc[0] = otel_thread_ctx_save(w->hs);
+		if (rc[0] == 0) {
+			rc[1] = otel_thread_ctx_update(w->h);
+			rc[2] = otel_thread_ctx_update_span_id(span_q);
+			rc[3] = otel_thread_ctx_update(w->hs);
+		}
+		break;
+	}
+}
+
+static struct world *inject_world;
+static int inject_kind;
+static int inject_rc[4];
+static volatile sig_atomic_t inject_ran;
+
+static void inject_handler(int sig)
+{
+	(void)sig;
+	handler_calls(inject_world, inject_kind, inject_rc);
+	inject_ran = 1;
+}
+
+/* A record, or what a context holds, as bytes (rc: of the read). */
+struct rbytes {
+	int rc;
+	uint32_t len;
+	uint8_t b[REC_MAX];
+};
+
+static void ctx_rbytes(otel_thread_ctx *c, struct rbytes *r)
+{
+	struct otel_thread_ctx_record x;
+
+	memset(r, 0, sizeof(*r));
+	r->rc = otel_thread_ctx_get(c, &x);
+	if (r->rc == 0)
+		r->len = rec_bytes(&x, r->b);
+}
+
+static void pub_rbytes(struct rbytes *r)
+{
+	struct otel_thread_ctx_record x;
+
+	memset(r, 0, sizeof(*r));
+	r->rc = otel_thread_ctx_read(&x);
+	if (r->rc == 0)
+		r->len = rec_bytes(&x, r->b);
+}
+
+/* The state the calls leave, and what later calls then do. */
+struct outcome {
+	int a_rc, h_rc[4], span_rc, flags_rc, save_rc;
+	struct rbytes a_saved, h_saved, pub, pub_span, pub_flags, probe_saved;
+};
+
+static void finish_outcome(struct outcome *o, struct world *w)
+{
+	ctx_rbytes(w->saved, &o->a_saved);
+	ctx_rbytes(w->hs, &o->h_saved);
+	pub_rbytes(&o->pub);
+	o->span_rc = otel_thread_ctx_update_span_id(span_p);
+	pub_rbytes(&o->pub_span);
+	o->flags_rc = otel_thread_ctx_update_trace_flags(1);
+	pub_rbytes(&o->pub_flags);
+	o->save_rc = otel_thread_ctx_save(w->tmp);
+	ctx_rbytes(w->tmp, &o->probe_saved);
+	wcheck(otel_thread_ctx_detach(NULL), "detach");
+}
+
+enum order { O_PATH, O_HANDLER_PATH, O_PATH_HANDLER, O_COUNT };
+
+struct reference {
+	int p, kind, order;
+	struct outcome out;
+	struct rbytes seen[EXTRA_MAX];
+	unsigned n_seen;
+};
+
+static void note_seen(struct rbytes *seen, unsigned *n, const struct rbytes *r)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (seen[i].len == r->len && memcmp(seen[i].b, r->b, r->len) == 0)
+			return;
+	if (*n == EXTRA_MAX)
+		wcheck(-1, "more than 8 records to expect");
+	seen[(*n)++] = *r;
+}
+
+static void note_now(struct reference *r)
+{
+	struct rbytes now;
+
+	pub_rbytes(&now);
+	note_seen(r->seen, &r->n_seen, &now);
+}
+
+/* A reference: the path and the handler one after the other (or the path
+ * alone), plainly, on a thread of its own. */
+static void *reference(void *arg)
+{
+	struct reference *r = arg;
+	struct world w;
+
+	world_make(&w);
+	memset(&r->out, 0, sizeof(r->out));
+	path_setup(r->p, &w);
+	note_now(r);
+	r->out.h_rc[0] = r->out.h_rc[1] = r->out.h_rc[2] = r->out.h_rc[3] = NOT_CALLED;
+	if (r->order == O_HANDLER_PATH) {
+		handler_calls(&w, r->kind, r->out.h_rc);
+		note_now(r);
+	}
+	if (r->p != PATH_EXIT) {
+		r->out.a_rc = path_call(r->p, &w);
+		note_now(r);
+	}
+	if (r->order == O_PATH_HANDLER) {
+		handler_calls(&w, r->kind, r->out.h_rc);
+		note_now(r);
+	}
+	finish_outcome(&r->out, &w);
+	world_free(&w);
+	return NULL;
+}
+
+static bool same_outcome(const struct outcome *x, const struct outcome *y)
+{
+	return memcmp(x, y, sizeof(*x)) == 0;
+}
+
+struct injection {
+	int p, kind, run;
+	const struct reference *refs;
+	struct msg *m;
+	struct world w;
+	bool ended;
+	unsigned long nested, whole, not_run;
+};
+
+static int inject_failures;
+
+static void *writer_inject(void *arg)
+{
+	struct injection *j = arg;
+	struct outcome o;
+	const struct reference *refs = j->refs;
+
+	path_setup(j->p, &j->w);
+	inject_world = &j->w;
+	inject_kind = j->kind;
+	inject_ran = 0;
+	inject_rc[0] = inject_rc[1] = inject_rc[2] = inject_rc[3] = NOT_CALLED;
+	j->m->run = j->run;
+	j->m->handler = j->kind;
+	if (!handshake_or_end(j->m)) {
+		j->ended = true;
+		wcheck(otel_thread_ctx_detach(NULL), "detach");
+		return NULL;
+	}
+	if (j->p == PATH_EXIT)
+		return NULL; /* the tracer steps the exit, to the end */
+	memset(&o, 0, sizeof(o));
+	o.a_rc = path_call(j->p, &j->w);
+	memcpy(o.h_rc, inject_rc, sizeof(o.h_rc));
+	finish_outcome(&o, &j->w);
+	if (!inject_ran) {
+		/* The counting run, or a signal the thread never took. */
+		o.h_rc[0] = o.h_rc[1] = o.h_rc[2] = o.h_rc[3] = NOT_CALLED;
+		o.h_saved = refs[O_PATH].out.h_saved;
+		if (!same_outcome(&o, &refs[O_PATH].out)) {
+			fprintf(stderr, "FAIL inject %s, %s, run %d: without the handler, not the "
+				"path's own outcome\n", path_names[j->p], handler_names[j->kind],
+				j->run);
+			inject_failures++;
+		}
+		j->not_run++;
+	} else if (o.h_rc[0] == OTEL_THREAD_CTX_ENESTED) {
+		/* Refused: nothing changed, the handler's saved context
+		 * included; the state is the path's alone. */
+		if (o.h_rc[1] != NOT_CALLED || o.h_rc[2] != NOT_CALLED || o.h_rc[3] != NOT_CALLED)
+			wcheck(-1, "the handler went on after ENESTED");
+		memcpy(o.h_rc, refs[O_PATH].out.h_rc, sizeof(o.h_rc));
+		if (!same_outcome(&o, &refs[O_PATH].out)) {
+			fprintf(stderr, "FAIL inject %s, %s, run %d: the handler was refused, but the "
+				"state is not the path's alone\n", path_names[j->p],
+				handler_names[j->kind], j->run);
+			inject_failures++;
+		}
+		j->nested++;
+	} else {
+		if (!same_outcome(&o, &refs[O_HANDLER_PATH].out) &&
+		    !same_outcome(&o, &refs[O_PATH_HANDLER].out)) {
+			fprintf(stderr, "FAIL inject %s, %s, run %d: the handler ran (%d %d %d %d), "
+				"but the state is not that of the two calls one after the other\n",
+				path_names[j->p], handler_names[j->kind], j->run, o.h_rc[0],
+				o.h_rc[1], o.h_rc[2], o.h_rc[3]);
+			inject_failures++;
+		}
+		j->whole++;
+	}
+	return NULL;
+}
+
+/* Every run of path p with handler `kind`. */
+static void inject_path(int p, int kind)
+{
+	struct reference refs[O_COUNT];
+	struct msg *m = calloc(1, sizeof(*m));
+	struct rbytes all[EXTRA_MAX], h_rec;
+	unsigned n_all = 0;
+	unsigned long nested = 0, whole = 0, runs = 0;
+	unsigned int in_use0, in_use, limit;
+
+	if (m == NULL)
+		wcheck(-1, "calloc");
+	for (int o = 0; o < O_COUNT; o++) {
+		pthread_t t;
+
+		refs[o] = (struct reference){.p = p, .kind = kind, .order = o};
+		if (pthread_create(&t, NULL, reference, &refs[o]) != 0 || pthread_join(t, NULL) != 0)
+			_exit(1);
+		for (unsigned i = 0; i < refs[o].n_seen; i++)
+			note_seen(all, &n_all, &refs[o].seen[i]);
+	}
+	{
+		struct world w;
+
+		/* The handler's own publications, between its save and its
+		 * restore. */
+		world_make(&w);
+		ctx_rbytes(w.h, &h_rec);
+		note_seen(all, &n_all, &h_rec);
+		wcheck(otel_thread_ctx_set_span_id(w.h, span_q), "set_span_id");
+		ctx_rbytes(w.h, &h_rec);
+		note_seen(all, &n_all, &h_rec);
+		world_free(&w);
+	}
+	m->path = p;
+	m->kind = p == PATH_EXIT ? K_EXIT : K_THREAD;
+	m->entry = path_entry(p);
+	/* old: where the path starts; new: where it ends alone. */
+	m->old_len = refs[O_PATH].seen[0].len;
+	memcpy(m->old_rec, refs[O_PATH].seen[0].b, m->old_len);
+	m->new_len = p == PATH_EXIT ? 0 : refs[O_PATH].out.pub.len;
+	memcpy(m->new_rec, refs[O_PATH].out.pub.b, m->new_len);
+	for (unsigned i = 0; i < n_all; i++) {
+		m->extra_len[m->n_extra] = all[i].len;
+		memcpy(m->extra_rec[m->n_extra++], all[i].b, all[i].len);
+	}
+	for (int run = -1;; run++) {
+		struct injection j = {.p = p, .kind = kind, .run = run, .refs = refs, .m = m};
+		pthread_t t;
+
+		world_make(&j.w);
+		wcheck(otel_thread_ctx_thread_records(&in_use0, &limit), "thread_records");
+		if (pthread_create(&t, NULL, writer_inject, &j) != 0 || pthread_join(t, NULL) != 0)
+			_exit(1);
+		wcheck(otel_thread_ctx_thread_records(&in_use, &limit), "thread_records");
+		world_free(&j.w);
+		if (in_use != in_use0) {
+			fprintf(stderr, "FAIL inject %s, %s, run %d: %u thread records in use after "
+				"the thread, %u before\n", path_names[p], handler_names[kind], run,
+				in_use, in_use0);
+			inject_failures++;
+		}
+		if (j.ended)
+			break;
+		if (p == PATH_EXIT && inject_ran) {
+			/* Refused inside the exit cleanup, or before it whole, or
+			 * after it refused as every publication then is. */
+			int rc = inject_rc[0];
+
+			if (rc == OTEL_THREAD_CTX_ENESTED)
+				j.nested++;
+			else if (rc == 0 || rc == OTEL_THREAD_CTX_ETHREAD ||
+				 rc == OTEL_THREAD_CTX_ENOCTX)
+				j.whole++;
+			else {
+				fprintf(stderr, "FAIL inject %s, %s, run %d: the handler got %d\n",
+					path_names[p], handler_names[kind], run, rc);
+				inject_failures++;
+			}
+		}
+		runs++;
+		nested += j.nested;
+		whole += j.whole;
+	}
+	printf("inject %-20s %-14s %5lu runs: the handler refused (ENESTED) %lu times, ran whole "
+	       "%lu times\n", path_names[p], handler_names[kind], runs, nested, whole);
+	fflush(stdout);
+	free(m);
+}
+
+static void inject_main(const bool *run, const bool *kinds)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = inject_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) != 0)
+		_exit(1);
+	for (int p = 0; p <= PATH_EXIT; p++)
+		for (int k = 0; k < H_COUNT; k++)
+			if (run[p] && kinds[k])
+				inject_path(p, k);
+	if (inject_failures) {
+		fprintf(stderr, "step: %d injected runs broke the contract\n", inject_failures);
+		_exit(1);
+	}
+	_exit(0);
 }
 
 static void writer_main(const bool *run)
@@ -510,6 +994,39 @@ static void run_vdso_call(pid_t tid, const step_regs *r)
 	vdso_calls++;
 }
 
+/* Runs the stopped thread at full speed to a breakpoint at `to`, and stops
+ * it there, on that instruction. */
+static void run_to(pid_t tid, uint64_t to)
+{
+	uint64_t word, trap;
+	step_regs r;
+	struct iovec io = {&r, sizeof(r)};
+	int status;
+
+	errno = 0;
+	word = (uint64_t)ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)to, NULL);
+	if (errno != 0)
+		die("PTRACE_PEEKTEXT");
+#if defined(__x86_64__)
+	trap = (word & ~(uint64_t)0xff) | 0xcc;
+#else
+	trap = (word & ~(uint64_t)0xffffffff) | 0xd4200000u;
+#endif
+	if (ptrace(PTRACE_POKETEXT, tid, (void *)(uintptr_t)to, (void *)(uintptr_t)trap) != 0 ||
+	    ptrace(PTRACE_CONT, tid, NULL, NULL) != 0 || waitpid(tid, &status, __WALL) != tid ||
+	    !WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP ||
+	    ptrace(PTRACE_POKETEXT, tid, (void *)(uintptr_t)to, (void *)(uintptr_t)word) != 0)
+		die("running to the call's entry");
+	get_regs(tid, &r);
+#if defined(__x86_64__)
+	r.rip = to;
+#else
+	r.pc = to;
+#endif
+	if (ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) != 0)
+		die("PTRACE_SETREGSET");
+}
+
 static int failures;
 
 static void fail(const char *path, unsigned long step, const char *what)
@@ -520,7 +1037,22 @@ static void fail(const char *path, unsigned long step, const char *what)
 
 /* --- the thread context --- */
 
-enum tstate { T_NOTHING, T_OLD, T_NEW, T_BAD };
+enum tstate { T_NOTHING, T_OLD, T_NEW, T_BAD, T_EXTRA };
+
+/* What the slot led to at the last stop: a record the slot still leads to
+ * must not have changed (no record is written while it is published). */
+static uint64_t last_slot;
+static uint32_t last_len;
+static uint8_t last_rec[REC_MAX];
+
+/* One of the injection's other records (m->extra_*), or -1. */
+static int extra_index(const struct msg *m, const uint8_t *buf, uint32_t n)
+{
+	for (uint32_t i = 0; i < m->n_extra; i++)
+		if (m->extra_len[i] == n && memcmp(m->extra_rec[i], buf, n) == 0)
+			return (int)i;
+	return -1;
+}
 
 static enum tstate read_thread(const struct msg *m, const char **why)
 {
@@ -535,11 +1067,14 @@ static enum tstate read_thread(const struct msg *m, const char **why)
 		return T_BAD;
 	}
 	if (slot == 0) {
+		last_slot = 0;
 		/* "Nothing" is old or new when that is what they are. */
 		if (m->old_len == 0)
 			return T_OLD;
 		if (m->new_len == 0)
 			return T_NEW;
+		if (extra_index(m, buf, 0) >= 0)
+			return T_EXTRA;
 		return T_NOTHING;
 	}
 	if (!peek(m->tid, slot, buf, HDR)) {
@@ -565,11 +1100,23 @@ static enum tstate read_thread(const struct msg *m, const char **why)
 		*why = "the library's decoder refuses the record";
 		return T_BAD;
 	}
+	if (slot == last_slot && (n != last_len || memcmp(buf, last_rec, n) != 0)) {
+		*why = "a record was written while the slot led to it";
+		last_slot = 0;
+		return T_BAD;
+	}
+	last_slot = slot;
+	last_len = n;
+	memcpy(last_rec, buf, n);
 	if (n == m->old_len && memcmp(buf, m->old_rec, n) == 0)
 		return T_OLD;
 	if (n == m->new_len && memcmp(buf, m->new_rec, n) == 0)
 		return T_NEW;
-	*why = "the record is neither the old one nor the new one (torn)";
+	if (extra_index(m, buf, n) >= 0)
+		return T_EXTRA;
+	*why = m->handler >= 0 ? "the record is none of a publication of the path's or the "
+				 "handler's (torn)"
+			       : "the record is neither the old one nor the new one (torn)";
 	return T_BAD;
 }
 
@@ -851,6 +1398,17 @@ static void step_once(pid_t tid, int sig)
 	}
 }
 
+/* Runs the stopped thread at full speed to the (seen + 1)th time it reaches
+ * `to`, stepping over the breakpoint the seen times before. */
+static void run_to_seen(pid_t tid, uint64_t to, unsigned long seen)
+{
+	for (unsigned long i = 0; i < seen; i++) {
+		run_to(tid, to);
+		step_once(tid, 0);
+	}
+	run_to(tid, to);
+}
+
 /* Stepped after an exit event: 1 when the thread reached its exit. */
 static int step_exit(pid_t tid, int sig)
 {
@@ -876,12 +1434,34 @@ static const unsigned long delays[] = {1, 7, 64, 500};
 #define NDELAYS (sizeof(delays) / sizeof(delays[0]))
 #define RING 512
 
-static void trace_path(const struct msg *m)
+/* Injection: the library's code (the mapping that holds
+ * otel_thread_ctx_attach), where the exit path is injected. */
+static uint64_t lib_lo, lib_hi;
+/* The instruction boundaries of the path being injected, from its counting
+ * run. */
+static unsigned long *eligible;
+static long n_eligible;
+/* Where each boundary is: the instruction, and how many times the path
+ * had stopped there before (a loop runs an instruction several times). */
+static uint64_t *eligible_pc;
+static unsigned long *eligible_seen;
+static unsigned long inject_steps;
+
+/* Traces path m; with inject_run >= 0, delivers SIGUSR1 at that boundary
+ * of the counting run; with m->run == -1 and a handler, notes the
+ * boundaries to inject. */
+static void trace_path(const struct msg *m, long inject_run)
 {
+	long inject_at = inject_run >= 0 ? (long)eligible[inject_run] : -1;
 	const char *name = path_names[m->path];
 	pid_t tid = m->tid;
 	step_regs regs;
-	unsigned long steps = 0, counts[4] = {0};
+	unsigned long steps = 0, counts[5] = {0};
+	bool counting = m->handler >= 0 && m->run < 0;
+	/* Injection: where the signal came, and when its handler returned. */
+	uint64_t inj_pc = 0, inj_sp = 0;
+	unsigned long handler_steps = 0;
+	bool handler_back = false;
 	uint64_t ret = 0;
 	int status, sig = 0;
 	double t0 = now_ms();
@@ -894,6 +1474,9 @@ static void trace_path(const struct msg *m)
 
 	vdso_calls = 0;
 	exclusive_runs = 0;
+	last_slot = 0;
+	if (counting)
+		n_eligible = 0;
 
 	if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status) ||
 	    WSTOPSIG(status) != SIGTRAP)
@@ -906,7 +1489,11 @@ static void trace_path(const struct msg *m)
 			die("malloc");
 	}
 
-	/* To the library function's entry (the signal is dropped). */
+	/* To the library function's entry (the signal is dropped): at full
+	 * speed to a breakpoint there when injecting (a path runs once per
+	 * instruction boundary), else stepped. */
+	if (m->kind != K_EXIT && m->handler >= 0)
+		run_to(tid, m->entry);
 	if (m->kind != K_EXIT) {
 		for (;;) {
 			get_regs(tid, &regs);
@@ -922,6 +1509,13 @@ static void trace_path(const struct msg *m)
 		}
 		ret = return_address(tid, &regs);
 		steps = 0;
+	}
+	/* An injected run goes as the counting run did up to its boundary (the
+	 * same code on the same state, read at every instruction there): at
+	 * full speed to it, then stepped. */
+	if (inject_run >= 0) {
+		run_to_seen(tid, eligible_pc[inject_run], eligible_seen[inject_run]);
+		steps = eligible[inject_run];
 	}
 
 	for (;;) {
@@ -990,6 +1584,21 @@ static void trace_path(const struct msg *m)
 				fail(name, steps, why);
 			if (s == T_NOTHING && m->kind != K_EXIT)
 				fail(name, steps, "nothing published, neither before nor after");
+			if (counting && (m->kind != K_EXIT || (pc >= lib_lo && pc < lib_hi))) {
+				size_t sz = (size_t)(n_eligible + 1);
+				unsigned long seen = 0;
+
+				eligible = realloc(eligible, sz * sizeof(*eligible));
+				eligible_pc = realloc(eligible_pc, sz * sizeof(*eligible_pc));
+				eligible_seen = realloc(eligible_seen, sz * sizeof(*eligible_seen));
+				if (eligible == NULL || eligible_pc == NULL || eligible_seen == NULL)
+					die("realloc");
+				for (long i = 0; i < n_eligible; i++)
+					seen += eligible_pc[i] == pc;
+				eligible[n_eligible] = steps;
+				eligible_pc[n_eligible] = pc;
+				eligible_seen[n_eligible++] = seen;
+			}
 		}
 		if (failures > 20) {
 			fprintf(stderr, "step: too many failures\n");
@@ -1007,6 +1616,36 @@ static void trace_path(const struct msg *m)
 			run_vdso_call(tid, &regs);
 			continue;
 		}
+		sig = inject_at >= 0 && (unsigned long)inject_at == steps ? SIGUSR1 : 0;
+		if (sig != 0) {
+			inj_pc = pc;
+			inj_sp = REG_SP(regs);
+		} else if (inject_at >= 0 && !handler_back && steps > (unsigned long)inject_at + 1 &&
+			   pc == inj_pc && REG_SP(regs) == inj_sp) {
+			/* The handler returned: in the counting run's steps,
+			 * the thread is at inject_at again. */
+			handler_back = true;
+			handler_steps = steps - (unsigned long)inject_at;
+		}
+		if (m->kind == K_EXIT && handler_back &&
+		    steps - handler_steps > eligible[n_eligible - 1]) {
+			/* Past the library's last instruction of the exit: the rest
+			 * (the C library's) at full speed, to the exit event. */
+			if (ptrace(PTRACE_CONT, tid, NULL, NULL) != 0 ||
+			    waitpid(tid, &status, __WALL) != tid)
+				die("running to the exit");
+			if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
+				enum tstate s = read_thread(m, &why);
+
+				if (s == T_BAD)
+					fail(name, steps, why);
+				else if (s != T_NEW && !(s == T_EXTRA && m->new_len == 0 && last_slot == 0))
+					fail(name, steps, "the thread exits with its slot still set");
+				ptrace(PTRACE_CONT, tid, NULL, NULL);
+				waitpid(tid, &status, __WALL);
+			}
+			break;
+		}
 		steps++;
 		if (m->kind == K_EXIT) {
 			int e = step_exit(tid, sig);
@@ -1018,7 +1657,7 @@ static void trace_path(const struct msg *m)
 				counts[s]++;
 				if (s == T_BAD)
 					fail(name, steps, why);
-				if (s != T_NEW)
+				if (s != T_NEW && !(s == T_EXTRA && m->new_len == 0 && last_slot == 0))
 					fail(name, steps, "the thread exits with its slot still set");
 				ptrace(PTRACE_CONT, tid, NULL, NULL);
 				waitpid(tid, &status, __WALL);
@@ -1072,6 +1711,10 @@ static void trace_path(const struct msg *m)
 			free(seen.bytes[i]);
 		free(ring);
 		free(buf);
+	} else if (m->handler >= 0) {
+		inject_steps += steps;
+		if (counting && m->kind != K_EXIT && n_eligible > 0)
+			n_eligible--; /* the stop at the return is no boundary inside */
 	} else {
 		bool same = m->old_len == m->new_len &&
 			    memcmp(m->old_rec, m->new_rec, m->old_len) == 0;
@@ -1095,10 +1738,45 @@ static int skip(const char *why)
 	return 77;
 }
 
+/* The mapping of this process (and so of the writer, a fork) that holds
+ * the address a: the library's code. */
+static void find_library(uint64_t a)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (f == NULL)
+		die("opening /proc/self/maps");
+	while (fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+			lib_lo = lo;
+			lib_hi = hi;
+		}
+	}
+	fclose(f);
+	if (lib_lo == 0)
+		die("finding the library's code");
+}
+
+/* A comma-separated list of names, as OTEL_STEP_PATHS and OTEL_STEP_INJECT
+ * give them: is `name` in it? */
+static bool listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *at = strstr(list, name); at != NULL; at = strstr(at + 1, name))
+		if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ','))
+			return true;
+	return false;
+}
+
 int main(void)
 {
-	bool run[PATH_COUNT];
+	bool run[PATH_COUNT], kinds[H_COUNT], inject = false;
 	const char *only = getenv("OTEL_STEP_PATHS");
+	const char *inject_list = getenv("OTEL_STEP_INJECT");
 	const char *preload = getenv("LD_PRELOAD");
 	int status;
 	double t0 = now_ms();
@@ -1113,14 +1791,19 @@ int main(void)
 			run[p] = true;
 			continue;
 		}
-		size_t n = strlen(path_names[p]);
-
-		run[p] = false;
-		for (const char *at = strstr(only, path_names[p]); at != NULL;
-		     at = strstr(at + 1, path_names[p]))
-			if ((at == only || at[-1] == ',') && (at[n] == '\0' || at[n] == ','))
-				run[p] = true;
+		run[p] = listed(only, path_names[p]);
 	}
+	for (int k = 0; k < H_COUNT; k++) {
+		kinds[k] = inject_list != NULL &&
+			   (strcmp(inject_list, "all") == 0 || listed(inject_list, handler_names[k]));
+		inject |= kinds[k];
+	}
+	if (inject_list != NULL && *inject_list != '\0' && !inject) {
+		fprintf(stderr, "step: OTEL_STEP_INJECT names no handler (update, save-restore, "
+				"all)\n");
+		return 2;
+	}
+	find_library((uint64_t)(uintptr_t)fp_attach);
 	if (pipe(to_tracer) != 0 || pipe(to_writer) != 0)
 		die("pipe");
 	fflush(stdout);
@@ -1131,6 +1814,8 @@ int main(void)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(to_tracer[0]);
 		close(to_writer[1]);
+		if (inject)
+			inject_main(run, kinds);
 		writer_main(run);
 	}
 	close(to_tracer[1]);
@@ -1138,13 +1823,20 @@ int main(void)
 	find_vdso();
 
 	for (;;) {
-		struct msg m;
-		ssize_t n = read(to_tracer[0], &m, sizeof(m));
+		static struct msg m;
+		long inject_run = -1;
 
-		if (n == 0)
+		if (!read_all(to_tracer[0], &m, sizeof(m)))
 			break;
-		if (n != (ssize_t)sizeof(m))
-			die("reading the writer's message");
+		if (m.handler >= 0 && m.run >= 0) {
+			/* One run per boundary the counting run found. */
+			if (m.run >= n_eligible) {
+				if (write(to_writer[1], "e", 1) != 1)
+					die("write");
+				continue;
+			}
+			inject_run = m.run;
+		}
 		if (ptrace(PTRACE_SEIZE, m.tid, NULL,
 			   (void *)(uintptr_t)(PTRACE_O_EXITKILL | PTRACE_O_TRACEEXIT)) != 0) {
 			int e = errno;
@@ -1158,7 +1850,7 @@ int main(void)
 		}
 		if (write(to_writer[1], "g", 1) != 1)
 			die("write");
-		trace_path(&m);
+		trace_path(&m, inject_run);
 	}
 	if (waitpid(child, &status, 0) != child)
 		die("waitpid");
@@ -1166,6 +1858,8 @@ int main(void)
 		fprintf(stderr, "step: the writer failed (status %#x)\n", status);
 		return 1;
 	}
+	if (inject)
+		printf("injection: %lu instructions stepped in all\n", inject_steps);
 	printf("%.0f ms in all\n", now_ms() - t0);
 	if (failures) {
 		printf("%d failures\n", failures);
