@@ -118,9 +118,9 @@ static inline struct otel__thread *thread_at(intptr_t off)
  * after the claim. */
 static inline bool claim(struct otel__thread *t)
 {
-	if (__builtin_expect(__atomic_load_n(&t->busy, __ATOMIC_RELAXED) != 0, 0))
+	if (__builtin_expect(t->busy != 0, 0))
 		return false;
-	__atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+	t->busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return true;
 }
@@ -130,6 +130,14 @@ static inline void unclaim(struct otel__thread *t)
 {
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&t->busy, 0, __ATOMIC_RELAXED);
+}
+
+/* Sets `shown` and gives the claim back, in one store: a publication's
+ * last. */
+static inline void show_unclaim(struct otel__thread *t, unsigned int shown)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->shown_busy, (uint16_t)shown, __ATOMIC_RELAXED);
 }
 
 
@@ -680,11 +688,8 @@ static inline void save(const struct otel__thread *t, otel_thread_ctx *saved)
 	}
 }
 
-static int attach_first(struct otel__thread *t, const otel_thread_ctx *ctx,
-			otel_thread_ctx *saved);
-
-/* attach and update, the thread claimed.  The first publication of a thread
- * goes out of line: it sets the thread up and starts again. */
+/* attach and update, the thread claimed and set up; every return gives the
+ * claim back. */
 __attribute__((always_inline)) static inline int attach_claimed(struct otel__thread *t,
 								const otel_thread_ctx *ctx,
 								otel_thread_ctx *saved)
@@ -693,18 +698,18 @@ __attribute__((always_inline)) static inline int attach_claimed(struct otel__thr
 	unsigned int shown;
 	int err;
 
-	if (__builtin_expect(t->pub == NULL, 0))
-		return attach_first(t, ctx, saved);
 	if (saved != NULL) {
 		err = check_saved(t, saved);
-		if (err)
+		if (err) {
+			unclaim(t);
 			return err;
+		}
 	}
 	if (ctx->none) {
 		if (saved != NULL)
 			save(t, saved);
 		publish(t, NULL);
-		t->shown = 0;
+		show_unclaim(t, 0);
 		return OTEL_THREAD_CTX_OK;
 	}
 	/* The draft first: saved may be ctx, whose `traced` save changes. */
@@ -714,10 +719,13 @@ __attribute__((always_inline)) static inline int attach_claimed(struct otel__thr
 	if (saved != NULL)
 		save(t, saved);
 	publish_draft(t, d, FIELD_ALL);
-	t->shown = (uint8_t)shown;
+	show_unclaim(t, shown);
 	return OTEL_THREAD_CTX_OK;
 }
 
+/* The first publication of a thread, claimed: it sets the thread up and
+ * goes on.  Out of line, and called last, so that the common path keeps no
+ * register across it. */
 __attribute__((noinline, cold)) static int attach_first(struct otel__thread *t,
 							 const otel_thread_ctx *ctx,
 							 otel_thread_ctx *saved)
@@ -728,11 +736,14 @@ __attribute__((noinline, cold)) static int attach_first(struct otel__thread *t,
 		/* Nothing was published, and nothing will be. */
 		if (saved != NULL)
 			make_none(saved);
+		unclaim(t);
 		return OTEL_THREAD_CTX_OK;
 	}
 	err = first_publication(t);
-	if (err)
+	if (err) {
+		unclaim(t);
 		return err;
+	}
 	return attach_claimed(t, ctx, saved);
 }
 
@@ -740,15 +751,13 @@ __attribute__((always_inline)) static inline int attach_on(struct otel__thread *
 							   const otel_thread_ctx *ctx,
 							   otel_thread_ctx *saved)
 {
-	int err;
-
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENULL;
 	if (!claim(t))
 		return OTEL_THREAD_CTX_ENESTED;
-	err = attach_claimed(t, ctx, saved);
-	unclaim(t);
-	return err;
+	if (__builtin_expect(t->pub == NULL, 0))
+		return attach_first(t, ctx, saved);
+	return attach_claimed(t, ctx, saved);
 }
 
 __attribute__((noinline)) static int attach_call(const otel_thread_ctx *ctx,
@@ -775,27 +784,6 @@ OTEL_EXPORT int otel_thread_ctx_update(const otel_thread_ctx *ctx)
 	return attach_on(thread_at(off), ctx, NULL);
 }
 
-__attribute__((always_inline)) static inline int detach_claimed(struct otel__thread *t,
-								otel_thread_ctx *saved)
-{
-	int err;
-
-	if (!t->shown) {
-		if (saved != NULL)
-			make_none(saved);
-		return OTEL_THREAD_CTX_OK;
-	}
-	if (saved != NULL) {
-		err = check_saved(t, saved);
-		if (err)
-			return err;
-		save(t, saved);
-	}
-	publish(t, NULL);
-	t->shown = 0;
-	return OTEL_THREAD_CTX_OK;
-}
-
 __attribute__((always_inline)) static inline int detach_on(struct otel__thread *t,
 							   otel_thread_ctx *saved)
 {
@@ -803,9 +791,23 @@ __attribute__((always_inline)) static inline int detach_on(struct otel__thread *
 
 	if (!claim(t))
 		return OTEL_THREAD_CTX_ENESTED;
-	err = detach_claimed(t, saved);
-	unclaim(t);
-	return err;
+	if (!t->shown) {
+		if (saved != NULL)
+			make_none(saved);
+		unclaim(t);
+		return OTEL_THREAD_CTX_OK;
+	}
+	if (saved != NULL) {
+		err = check_saved(t, saved);
+		if (err) {
+			unclaim(t);
+			return err;
+		}
+		save(t, saved);
+	}
+	publish(t, NULL);
+	show_unclaim(t, 0);
+	return OTEL_THREAD_CTX_OK;
 }
 
 __attribute__((noinline)) static int detach_call(otel_thread_ctx *saved)
@@ -845,7 +847,7 @@ __attribute__((always_inline)) static inline int update_span_id_on(struct otel__
 								   const uint8_t span_id[8])
 {
 	struct otel_thread_ctx_record *d;
-	int err = OTEL_THREAD_CTX_OK;
+	int err;
 
 	if (!claim(t))
 		return OTEL_THREAD_CTX_ENESTED;
@@ -853,9 +855,10 @@ __attribute__((always_inline)) static inline int update_span_id_on(struct otel__
 		d = draft_for(t, FIELD_SPAN);
 		memcpy(d->span_id, span_id, 8);
 		publish_draft(t, d, FIELD_SPAN);
-	} else {
-		err = t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;
+		show_unclaim(t, SHOWN | TRACED);
+		return OTEL_THREAD_CTX_OK;
 	}
+	err = t->shown ? OTEL_THREAD_CTX_EIDS : OTEL_THREAD_CTX_ENOCTX;
 	unclaim(t);
 	return err;
 }
@@ -879,29 +882,27 @@ OTEL_EXPORT int otel_thread_ctx_update_span_id(const uint8_t span_id[8])
 	return update_span_id_on(thread_at(off), span_id);
 }
 
-__attribute__((always_inline)) static inline int update_trace_flags_claimed(struct otel__thread *t,
-									    uint8_t trace_flags)
-{
-	struct otel_thread_ctx_record *d;
-
-	if (!t->shown)
-		return OTEL_THREAD_CTX_ENOCTX;
-	if (trace_flags != 0 && !(t->shown & TRACED))
-		return OTEL_THREAD_CTX_EIDS;
-	d = draft_for(t, FIELD_FLAGS);
-	d->trace_flags = trace_flags;
-	publish_draft(t, d, FIELD_FLAGS);
-	return OTEL_THREAD_CTX_OK;
-}
-
 __attribute__((always_inline)) static inline int update_trace_flags_on(struct otel__thread *t,
 								       uint8_t trace_flags)
 {
+	struct otel_thread_ctx_record *d;
+	unsigned int shown;
 	int err;
 
 	if (!claim(t))
 		return OTEL_THREAD_CTX_ENESTED;
-	err = update_trace_flags_claimed(t, trace_flags);
+	shown = t->shown;
+	if (__builtin_expect(shown == 0, 0)) {
+		err = OTEL_THREAD_CTX_ENOCTX;
+	} else if (trace_flags != 0 && !(shown & TRACED)) {
+		err = OTEL_THREAD_CTX_EIDS;
+	} else {
+		d = draft_for(t, FIELD_FLAGS);
+		d->trace_flags = trace_flags;
+		publish_draft(t, d, FIELD_FLAGS);
+		show_unclaim(t, shown);
+		return OTEL_THREAD_CTX_OK;
+	}
 	unclaim(t);
 	return err;
 }
@@ -929,11 +930,8 @@ __attribute__((noinline)) static int attrs_encode_utf8(uint8_t *out,
 	return attrs_encode(out, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, false);
 }
 
-static int update_all_first(struct otel__thread *t, const uint8_t trace_id[16],
-			    const uint8_t span_id[8], uint8_t trace_flags,
-			    const struct otel_thread_ctx_attr *attrs, size_t n);
-
-/* update_all, its arguments' pointers checked, the thread claimed. */
+/* update_all, its arguments' pointers checked, the thread claimed and set
+ * up; every return gives the claim back. */
 __attribute__((always_inline)) static inline int update_all_claimed(
 	struct otel__thread *t, const uint8_t trace_id[16], const uint8_t span_id[8],
 	uint8_t trace_flags, const struct otel_thread_ctx_attr *attrs, size_t n)
@@ -941,8 +939,6 @@ __attribute__((always_inline)) static inline int update_all_claimed(
 	struct otel_thread_ctx_record *d;
 	int size;
 
-	if (__builtin_expect(t->pub == NULL, 0))
-		return update_all_first(t, trace_id, span_id, trace_flags, attrs, n);
 	/* The draft is the thread's own and unpublished: the entries are
 	 * written as they are checked, and a refusal leaves its attributes
 	 * stale, nothing else. */
@@ -952,12 +948,13 @@ __attribute__((always_inline)) static inline int update_all_claimed(
 		size = attrs_encode_utf8(d->attrs_data, attrs, n);
 	if (size < 0) {
 		t->stale |= FIELD_ATTRS;
+		unclaim(t);
 		return size;
 	}
 	d->attrs_data_size = (uint16_t)size;
 	write_ids(d, trace_id, span_id, trace_flags);
 	publish_draft(t, d, FIELD_ALL);
-	t->shown = SHOWN | (all_zero(trace_id, 16) ? 0 : TRACED);
+	show_unclaim(t, SHOWN | (all_zero(trace_id, 16) ? 0 : TRACED));
 	return OTEL_THREAD_CTX_OK;
 }
 
@@ -968,11 +965,12 @@ __attribute__((noinline, cold)) static int update_all_first(
 	/* The arguments' errors come before the resources'. */
 	int err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, false);
 
-	if (err < 0)
+	if (err >= 0)
+		err = first_publication(t);
+	if (err) {
+		unclaim(t);
 		return err;
-	err = first_publication(t);
-	if (err)
-		return err;
+	}
 	return update_all_claimed(t, trace_id, span_id, trace_flags, attrs, n);
 }
 
@@ -987,9 +985,9 @@ __attribute__((always_inline)) static inline int update_all_on(
 		err = attrs_encode(NULL, OTEL_THREAD_CTX_ATTRS_MAX, attrs, n, false);
 		return err < 0 ? err : OTEL_THREAD_CTX_ENESTED;
 	}
-	err = update_all_claimed(t, trace_id, span_id, trace_flags, attrs, n);
-	unclaim(t);
-	return err;
+	if (__builtin_expect(t->pub == NULL, 0))
+		return update_all_first(t, trace_id, span_id, trace_flags, attrs, n);
+	return update_all_claimed(t, trace_id, span_id, trace_flags, attrs, n);
 }
 
 __attribute__((noinline)) static int update_all_call(const uint8_t trace_id[16],

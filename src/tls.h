@@ -57,20 +57,30 @@ struct otel__thread {
 	/* FIELD_* (src/thread_ctx.c): the fields in which the draft differs
 	 * from pub. */
 	uint32_t stale;
-	/* SHOWN (src/thread_ctx.c) while the slot points to pub, with TRACED
-	 * when pub has a trace id; 0 while the thread publishes nothing. */
-	uint8_t shown;
+	union {
+		struct {
+			/* SHOWN (src/thread_ctx.c) while the slot points to
+			 * pub, with TRACED when pub has a trace id; 0 while the
+			 * thread publishes nothing. */
+			uint8_t shown;
+			/* Non-zero while a publishing call (or save, or the
+			 * exit cleanup) runs on the thread: a signal handler's
+			 * call that finds it set interrupted one, and is refused
+			 * with OTEL_THREAD_CTX_ENESTED. */
+			uint8_t busy;
+		};
+		/* Both, so that a call's last store sets `shown` and gives the
+		 * claim back at once (little-endian: shown is the low byte). */
+		uint16_t shown_busy;
+	};
 	/* HOOKED (src/thread_ctx.c) while the thread-exit cleanup is
 	 * registered, EXITED once it has run: the thread publishes no more. */
 	uint8_t hooked;
-	/* Non-zero while a publishing call (or save, or the exit cleanup) runs
-	 * on the thread: a signal handler's call that finds it set interrupted
-	 * one, and is refused with OTEL_THREAD_CTX_ENESTED. */
-	uint8_t busy;
 };
 
 #ifndef OTEL__ARCH_UNSUPPORTED
 _Static_assert(sizeof(struct otel__thread) == 32, "src/slot.S reserves 32 bytes");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "shown_busy: shown is the low byte");
 
 OTEL__TLSDESC_ACCESSOR(otel__state_address, "otel__thread_state")
 
