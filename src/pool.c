@@ -149,10 +149,12 @@ unsigned int otel__pool_in_use(void)
 	return __atomic_load_n(&in_use, __ATOMIC_RELAXED);
 }
 
+#ifdef OTEL__POOL_TEST_HOOKS
 void otel__pool_test_set_fresh(uint32_t index)
 {
 	__atomic_store_n(&fresh, index < MAX_PAIRS ? index : MAX_PAIRS, __ATOMIC_RELAXED);
 }
+#endif
 
 void otel__pool_reclaim_after_fork(const struct otel__thread *self)
 {

@@ -38,10 +38,13 @@ void otel__pool_reclaim_after_fork(const struct otel__thread *self);
 /* How many pairs belong to threads now. */
 unsigned int otel__pool_in_use(void);
 
-/* Tests only (those that link the archive): the index of the next pair never
- * handed out, as if `index` pairs had been (capped at the pool's size), to
- * reach a full pool without 129,024 threads.  Its slabs are mapped as
- * usual when their pairs are taken. */
-__attribute__((visibility("hidden"))) void otel__pool_test_set_fresh(uint32_t index);
+#ifdef OTEL__POOL_TEST_HOOKS
+/* Tests only (tests/lifetimes/pool.c compiles the pool in with
+ * OTEL__POOL_TEST_HOOKS): the index of the next pair never handed out, as if
+ * `index` pairs had been (capped at the pool's size), to reach a full pool
+ * without 129,024 threads.  Its slabs are mapped as usual when their pairs
+ * are taken. */
+void otel__pool_test_set_fresh(uint32_t index);
+#endif
 
 #endif /* OTEL_POOL_H */

@@ -252,8 +252,8 @@ MUTANTS = [
            "a handler's publication is not refused inside the call it interrupted: the "
            "interrupted call goes on writing the record the handler published"),
     Mutant("nested-unclaim-early", "signal handlers", TC,
-           "\terr = attach_claimed(t, ctx, saved);\n\tunclaim(t);\n",
-           "\tunclaim(t);\n\terr = attach_claimed(t, ctx, saved);\n",
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tshow_unclaim(t, shown);\n",
+           "\tunclaim(t);\n\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n",
            ["step-inject-static", "signal-storm-static"],
            "attach gives its claim back before it publishes"),
     Mutant("nested-save-unclaimed", "signal handlers", TC,

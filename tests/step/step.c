@@ -1027,6 +1027,16 @@ static void run_to(pid_t tid, uint64_t to)
 		die("PTRACE_SETREGSET");
 }
 
+/* An int of the writer's (the same address in both processes). */
+static int peek_int(pid_t tid, const int *at)
+{
+	int v = 0;
+
+	if (!peek(tid, (uint64_t)(uintptr_t)at, &v, sizeof(v)))
+		die("reading the writer's memory");
+	return v;
+}
+
 static int failures;
 
 static void fail(const char *path, unsigned long step, const char *what)
@@ -1445,7 +1455,7 @@ static long n_eligible;
  * had stopped there before (a loop runs an instruction several times). */
 static uint64_t *eligible_pc;
 static unsigned long *eligible_seen;
-static unsigned long inject_steps;
+static unsigned long inject_steps, fast_forwards;
 
 /* Traces path m; with inject_run >= 0, delivers SIGUSR1 at that boundary
  * of the counting run; with m->run == -1 and a handler, notes the
@@ -1624,11 +1634,28 @@ static void trace_path(const struct msg *m, long inject_run)
 			   pc == inj_pc && REG_SP(regs) == inj_sp) {
 			/* The handler returned: in the counting run's steps,
 			 * the thread is at inject_at again. */
+			int rc = 0;
+
 			handler_back = true;
 			handler_steps = steps - (unsigned long)inject_at;
+			/* Refused, it changed nothing (the writer checks that):
+			 * the rest is the counting run's, already read at every
+			 * instruction.  At full speed to the return. */
+			if (!peek(tid, (uint64_t)(uintptr_t)&inject_rc[0], &rc, sizeof(rc)))
+				die("reading the handler's result");
+			if (rc == OTEL_THREAD_CTX_ENESTED && m->kind != K_EXIT) {
+				run_to(tid, ret);
+				get_regs(tid, &regs);
+				pc = REG_PC(regs);
+				fast_forwards++;
+				continue;
+			}
+			if (rc == OTEL_THREAD_CTX_ENESTED)
+				fast_forwards++;
 		}
 		if (m->kind == K_EXIT && handler_back &&
-		    steps - handler_steps > eligible[n_eligible - 1]) {
+		    (steps - handler_steps > eligible[n_eligible - 1] ||
+		     peek_int(tid, &inject_rc[0]) == OTEL_THREAD_CTX_ENESTED)) {
 			/* Past the library's last instruction of the exit: the rest
 			 * (the C library's) at full speed, to the exit event. */
 			if (ptrace(PTRACE_CONT, tid, NULL, NULL) != 0 ||
@@ -1859,7 +1886,8 @@ int main(void)
 		return 1;
 	}
 	if (inject)
-		printf("injection: %lu instructions stepped in all\n", inject_steps);
+		printf("injection: %lu instructions stepped in all; %lu runs went on at full speed "
+		       "after a refused handler\n", inject_steps, fast_forwards);
 	printf("%.0f ms in all\n", now_ms() - t0);
 	if (failures) {
 		printf("%d failures\n", failures);
