@@ -431,8 +431,11 @@ int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
 
 /*
  * Reads every thread in /proc/PID/task, in that order, into out[0 ..
- * cap - 1], and stores in *count how many threads there were (more than
- * cap: only cap were read).  Each entry has its own status.
+ * cap - 1], and stores in *count how many threads there were.  The result
+ * is partial when *count > cap (only cap were read: call again with room
+ * for *count, and some more for threads started meanwhile) or when an
+ * entry's status is ETIMEDOUT (that thread's record was not read).  Each
+ * entry has its own status.
  * Errors: ENULL (out NULL with cap > 0, or count NULL); ESRCH (the process
  * is gone); ESYS.
  */
