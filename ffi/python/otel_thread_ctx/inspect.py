@@ -17,6 +17,11 @@ then the dynamic loader; ImportError if none works).
             if t.record is not None:
                 print(t.tid, t.record, dict(t.record.named_attrs()))
 
+  A record holds whatever bytes the process wrote: named_attrs() and repr()
+  give text that never fails (a byte that is not UTF-8 reads \\xNN),
+  named_raw_attrs() the bytes, otel_thread_ctx.escape() a form safe for a
+  terminal.  threads() says whether it read every thread (total, partial).
+
 Errors raise InspectError, a ThreadCtxError whose code may also be one of
 the reading side's (Error below) and whose text is
 otel_thread_ctx_inspect_strerror().
