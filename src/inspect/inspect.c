@@ -1202,7 +1202,6 @@ static int tracer_start(otel_thread_ctx_inspector *insp)
 static void tracer_end(otel_thread_ctx_inspector *insp)
 {
 	struct tracer *t = insp->tracer;
-	char path[64];
 
 	if (t == NULL)
 		return;
@@ -1219,12 +1218,16 @@ static void tracer_end(otel_thread_ctx_inspector *insp)
 	pthread_mutex_unlock(&t->lock);
 	pthread_join(t->thread, NULL);
 	/* pthread_join() returns once the thread has left user space, a
-	 * little before the kernel detaches its tracees and releases it:
-	 * wait for the release (a second at most; it takes microseconds). */
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)t->tid);
-	for (int i = 0; i < 10000 && access(path, F_OK) == 0; i++) {
+	 * little before the kernel detaches its tracees (exit_notify(), which
+	 * then marks it dead, or a zombie where this process is itself traced
+	 * by a debugger that has not reaped it yet): wait for that (a second
+	 * at most; it takes microseconds). */
+	for (int i = 0; i < 10000; i++) {
 		struct timespec ts = { 0, 100000 };
+		char c = thread_state(getpid(), t->tid);
 
+		if (c == 'Z' || c == 'X' || c == 'x')
+			break;
 		nanosleep(&ts, NULL);
 	}
 	pthread_cond_destroy(&t->cond);
