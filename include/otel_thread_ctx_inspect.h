@@ -68,12 +68,16 @@
  * within OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (one in uninterruptible
  * sleep: a vfork() parent, a hung file system, a frozen cgroup; a runnable
  * thread, which stops as soon as it gets a CPU, gets ten times that) is
- * reported ETIMEDOUT; it cannot be detached before it stops, so it stays attached,
- * and the next otel_thread_ctx_inspect_thread(), _threads() or _close() of
- * the inspector, called by the same thread, detaches it once it has stopped
- * (_close() waits up to OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS for it; a
- * thread still not stopped then is released by the kernel when the calling
- * thread exits).  Only one thread of the
+ * reported ETIMEDOUT, and is detached before the call returns: the
+ * attaching is done by a thread the inspector starts for it (its "tracer",
+ * which blocks every signal), and PTRACE_DETACH works only on a stopped
+ * tracee, so when a read may leave a thread attached (not stopped in time,
+ * exited but not reaped, a detach that failed) the tracer exits, the
+ * kernel detaches its tracees (a tracee that has not stopped yet forgets the
+ * interrupt and never stops for it), and the call returns once that is
+ * done; the next read starts a new tracer.  So no call returns with a
+ * thread of the process attached, let alone in tracing stop, and
+ * otel_thread_ctx_inspect_close() ends the tracer.  Only one thread of the
  * process is stopped at a time, so reading a thread that holds a lock
  * another thread waits for stalls nobody for longer than one read.
  * otel_thread_ctx_inspect_threads() does that for every thread in
@@ -91,8 +95,9 @@
  * the 612 bytes or an entry cut off by it are reported per thread, never a
  * crash; the process keeps running in every case.
  *
- * Threads: an inspector is used by one thread at a time (ptrace ties the
- * attachment to the thread that made it).  Nothing here is
+ * Threads: an inspector is used by one thread at a time (any thread: its
+ * tracer makes the attachments).  A child forked while an inspector is
+ * open has no tracer; its first read starts one.  Nothing here is
  * async-signal-safe: these functions allocate and do I/O.  They never
  * abort, exit or print.
  *
@@ -356,7 +361,10 @@ struct otel_thread_ctx_inspect_thread {
 	 * ENOCTX: the slot is NULL, or the thread has not allocated the
 	 *   module's dynamic TLS block yet (it never touched the library).
  * ETIMEDOUT: the thread did not stop within
- *   OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (see Steps).
+ *   OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS (see Steps); it is
+ *   detached all the same, and never stops for this read.
+	 * ENOMEM: the inspector's tracer thread could not be started
+	 *   (ESYS too, with the errno of pthread_create() in sys_errno).
 	 * EINVALID: the record's valid byte is not 1 (a lost sample; the
 	 *   header is in `record`).
 	 * EFAULT: the record, or the slot of a module (its DTV entry, its
@@ -423,8 +431,11 @@ int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
 
 /*
  * Reads every thread in /proc/PID/task, in that order, into out[0 ..
- * cap - 1], and stores in *count how many threads there were (more than
- * cap: only cap were read).  Each entry has its own status.
+ * cap - 1], and stores in *count how many threads there were.  The result
+ * is partial when *count > cap (only cap were read: call again with room
+ * for *count, and some more for threads started meanwhile) or when an
+ * entry's status is ETIMEDOUT (that thread's record was not read).  Each
+ * entry has its own status.
  * Errors: ENULL (out NULL with cap > 0, or count NULL); ESRCH (the process
  * is gone); ESYS.
  */

@@ -6,6 +6,7 @@
  * outside: the inspector", documents options, output and exit codes.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,9 +29,8 @@ enum exit_code {
 	EXIT_MODEL = 6,
 	EXIT_FAILED = 7,
 	EXIT_BAD_RECORD = 8,
+	EXIT_PARTIAL = 9,
 };
-
-#define MAX_THREADS 4096
 
 static const char *status_name(int status)
 {
@@ -58,10 +58,12 @@ static const char *status_name(int status)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: otel-thread-ctx-inspect [--json] [--count N] [--interval SECONDS] PID\n"
+		"usage: otel-thread-ctx-inspect [--json] [--count N] [--interval SECONDS]\n"
+		"                               [--max-threads N] PID\n"
 		"Prints the OpenTelemetry thread context of every thread of process PID,\n"
 		"read from outside with ptrace.  --count N reads N times (0: until\n"
-		"interrupted), --interval SECONDS apart (default 1).\n");
+		"interrupted), --interval SECONDS apart (default 1); --max-threads N reads\n"
+		"at most N threads (default: all).  Exit status 9: some thread not read.\n");
 }
 
 static void explain_permission(pid_t pid)
@@ -172,7 +174,8 @@ static void print_table(const otel_thread_ctx_inspector *insp,
 }
 
 static void print_json(const otel_thread_ctx_inspector *insp,
-		       const struct otel_thread_ctx_inspect_thread *th, size_t n)
+		       const struct otel_thread_ctx_inspect_thread *th, size_t n, size_t total,
+		       size_t not_stopped)
 {
 	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
 	struct timespec now;
@@ -184,7 +187,12 @@ static void print_json(const otel_thread_ctx_inspector *insp,
 	       info->libc == OTEL_THREAD_CTX_INSPECT_LIBC_MUSL ? "musl" : "unknown",
 	       info->process_ctx != NULL ? "true" : "false");
 	tool_modules_json(info);
-	printf(",\"threads\":[");
+	/* threads_total: the threads /proc/PID/task listed during the reading;
+	 * threads_read: those read (the array); partial: some thread was not
+	 * read, beyond --max-threads or not stopped in time. */
+	printf(",\"threads_total\":%zu,\"threads_read\":%zu,\"threads_not_stopped\":%zu,"
+	       "\"partial\":%s,\"threads\":[",
+	       total, n, not_stopped, n < total || not_stopped > 0 ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
 		const struct otel_thread_ctx_inspect_thread *t = &th[i];
 		const struct otel_thread_ctx_record *r = &t->record;
@@ -218,23 +226,71 @@ static void print_json(const otel_thread_ctx_inspector *insp,
 	printf("]}\n");
 }
 
+/* How many entries /proc/PID/task has now (0 when it cannot be read). */
+static size_t task_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return 0;
+	while ((de = readdir(dir)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Reads the threads of the process into *th (grown as needed, *cap its
+ * size): all of them, or the first `limit` (0: no limit).  A process that
+ * starts threads between the count and the read gets a larger array and
+ * is read again, so that no thread is dropped for want of room.
+ */
+static int read_threads(otel_thread_ctx_inspector *insp, pid_t pid, size_t limit,
+			struct otel_thread_ctx_inspect_thread **th, size_t *cap, size_t *total)
+{
+	for (;;) {
+		size_t want = limit != 0 ? limit : task_count(pid) + 16;
+		int rc;
+
+		if (want > *cap) {
+			struct otel_thread_ctx_inspect_thread *n = realloc(*th, want * sizeof(**th));
+
+			if (n == NULL)
+				return OTEL_THREAD_CTX_ENOMEM;
+			*th = n;
+			*cap = want;
+		}
+		rc = otel_thread_ctx_inspect_threads(insp, *th, limit != 0 ? limit : *cap, total);
+		if (rc != 0 || limit != 0 || *total <= *cap)
+			return rc;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "max-threads", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct otel_thread_ctx_inspect_thread *th;
-	int json = 0, c, worst = EXIT_OK;
-	unsigned long count = 1;
+	struct otel_thread_ctx_inspect_thread *th = NULL;
+	int json = 0, c, worst = EXIT_OK, partial = 0;
+	unsigned long count = 1, max_threads = 0;
+	size_t cap = 0;
 	double interval = 1.0;
 	char *end;
 	long pid;
 
-	while ((c = getopt_long(argc, argv, "jc:i:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jc:i:m:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -251,6 +307,16 @@ int main(int argc, char **argv)
 			interval = strtod(optarg, &end);
 			if (*end != '\0' || !(interval >= 0) || interval > 86400) {
 				fprintf(stderr, "otel-thread-ctx-inspect: bad --interval: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'm':
+			errno = 0;
+			max_threads = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '-' || *optarg == '\0' ||
+			    max_threads == 0 || max_threads > 1000000000ul) {
+				fprintf(stderr, "otel-thread-ctx-inspect: bad --max-threads: %s\n",
+					optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -271,14 +337,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "otel-thread-ctx-inspect: not a process id: %s\n", argv[optind]);
 		return EXIT_USAGE;
 	}
-	th = calloc(MAX_THREADS, sizeof(*th));
-	if (th == NULL) {
-		fprintf(stderr, "otel-thread-ctx-inspect: out of memory\n");
-		return EXIT_FAILED;
-	}
 	for (unsigned long round = 0; count == 0 || round < count; round++) {
 		otel_thread_ctx_inspector *insp = NULL;
-		size_t total = 0, n;
+		size_t total = 0, n, not_stopped = 0;
 		int rc;
 
 		if (round > 0 && interval > 0) {
@@ -299,7 +360,7 @@ int main(int argc, char **argv)
 			}
 			return open_failed((pid_t)pid, rc);
 		}
-		rc = otel_thread_ctx_inspect_threads(insp, th, MAX_THREADS, &total);
+		rc = read_threads(insp, (pid_t)pid, max_threads, &th, &cap, &total);
 		if (rc != 0) {
 			otel_thread_ctx_inspect_close(insp);
 			free(th);
@@ -307,8 +368,16 @@ int main(int argc, char **argv)
 				return worst;
 			return open_failed((pid_t)pid, rc);
 		}
-		n = total < MAX_THREADS ? total : MAX_THREADS;
+		n = total < cap ? total : cap;
+		if (max_threads != 0 && n > max_threads)
+			n = max_threads;
+		if (n < total)
+			partial = 1;
 		for (size_t i = 0; i < n; i++) {
+			if (th[i].status == OTEL_THREAD_CTX_ETIMEDOUT) {
+				not_stopped++;
+				partial = 1;
+			}
 			if (bad_thread(&th[i]))
 				worst = EXIT_BAD_RECORD;
 			else if (th[i].status == OTEL_THREAD_CTX_EPERM && worst == EXIT_OK)
@@ -317,7 +386,7 @@ int main(int argc, char **argv)
 				worst = EXIT_FAILED;
 		}
 		if (json)
-			print_json(insp, th, n);
+			print_json(insp, th, n, total, not_stopped);
 		else {
 			if (round > 0)
 				putchar('\n');
@@ -331,6 +400,11 @@ int main(int argc, char **argv)
 				"format (see above)\n");
 	else if (worst == EXIT_PERMISSION)
 		explain_permission((pid_t)pid);
+	else if (worst == EXIT_OK && partial) {
+		fprintf(stderr, "otel-thread-ctx-inspect: some threads were not read (beyond "
+				"--max-threads, or not stopped in time)\n");
+		worst = EXIT_PARTIAL;
+	}
 	free(th);
 	return worst;
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -66,9 +68,8 @@ struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_bpf_proc layout;
 	struct otel_thread_ctx_bpf_module *where;
 	struct otel_thread_ctx_inspect_process_snapshot *pctx;
-	/* Threads still attached after a read gave up on them (owed_release()). */
-	pid_t *owed;
-	size_t owed_count, owed_cap;
+	/* The thread that attaches to the threads read (tracer_*() below). */
+	struct tracer *tracer;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -533,7 +534,6 @@ static void free_inspector(struct otel_thread_ctx_inspector *insp)
 	free(insp->modules);
 	free(insp->where);
 	otel_thread_ctx_inspect_process_snapshot_free(insp->pctx);
-	free(insp->owed);
 	free(insp);
 }
 
@@ -783,14 +783,12 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_i
 	return insp->pctx->keys[index];
 }
 
-static int64_t now_ns(void);
-static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline);
+static void tracer_end(otel_thread_ctx_inspector *insp);
 
 OTEL_EXPORT void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp)
 {
-	if (insp != NULL && insp->owed_count > 0)
-		owed_release(insp, now_ns() +
-					   (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000);
+	if (insp != NULL)
+		tracer_end(insp);
 	free_inspector(insp);
 }
 
@@ -1005,63 +1003,6 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 	}
 }
 
-/*
- * Remembers attached thread `tid`, which the read could not stop in time
- * (or which exited unreaped), so that a later call releases it.  Without
- * memory for it, waits for the thread to stop as long as it takes (the
- * only other choice would leave it stopped).
- */
-static void owe_release(otel_thread_ctx_inspector *insp, pid_t tid)
-{
-	if (insp->owed_count == insp->owed_cap) {
-		size_t cap = insp->owed_cap ? 2 * insp->owed_cap : 8;
-		pid_t *p = realloc(insp->owed, cap * sizeof(*p));
-
-		if (p == NULL) {
-			int resend, rc;
-
-			while ((rc = wait_stopped(insp->info.pid, tid, now_ns() + 1000000000, &resend)) ==
-			       ETIMEDOUT)
-				;
-			if (rc == 0)
-				ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend);
-			return;
-		}
-		insp->owed = p;
-		insp->owed_cap = cap;
-	}
-	insp->owed[insp->owed_count++] = tid;
-}
-
-/*
- * Releases the owed threads that can be released by CLOCK_MONOTONIC
- * `deadline`: a stopped one is detached (with its signal), a reaped one
- * forgotten; the others stay owed.  Looks at each once when the deadline
- * has passed.
- */
-static void owed_release(otel_thread_ctx_inspector *insp, int64_t deadline)
-{
-	do {
-		size_t kept = 0;
-
-		for (size_t i = 0; i < insp->owed_count; i++) {
-			pid_t tid = insp->owed[i];
-			int resend, rc = wait_stopped(insp->info.pid, tid, 0, &resend);
-
-			if (rc == 0)
-				ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend);
-			else if (rc == ETIMEDOUT || rc == EXITING_UNREAPED)
-				insp->owed[kept++] = tid;
-		}
-		insp->owed_count = kept;
-		if (kept > 0 && now_ns() < deadline) {
-			struct timespec ts = { 0, 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	} while (insp->owed_count > 0 && now_ns() < deadline);
-}
-
 /* The one mapping of the walk's statuses to the inspector's codes. */
 static int walk_error(int status)
 {
@@ -1116,58 +1057,225 @@ static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
 	return walk_error(otel_thread_ctx_bpf_walk_status(seen));
 }
 
-OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
-					       struct otel_thread_ctx_inspect_thread *out)
+/*
+ * Reads thread `tid` of the process, on the tracer thread: attaches, stops
+ * it, samples it and detaches.  Returns true when this thread holds no
+ * attachment to `tid` afterwards (detached, never attached, or its exit
+ * reaped), false when it may still hold one: a thread that did not stop in
+ * time (PTRACE_DETACH works only on a stopped tracee, ESRCH otherwise), an
+ * exited thread not reaped yet, a detach that failed.  The tracer thread
+ * then exits, and the kernel detaches its tracees as it does (a stopped one
+ * resumes; one not stopped yet forgets the interrupt and never stops).
+ */
+static bool read_attached(otel_thread_ctx_inspector *insp, pid_t tid,
+			  struct otel_thread_ctx_inspect_thread *out)
 {
 	int err, resend = 0;
 
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
+		out->sys_errno = errno;
+		/* The kernel refuses to attach to an exiting thread (EPERM). */
+		if (errno == ESRCH || (errno == EPERM && thread_exiting(insp->info.pid, tid)))
+			out->status = OTEL_THREAD_CTX_ESRCH;
+		else
+			out->status = otel__remote_error(errno) == OTEL_THREAD_CTX_EFAULT ?
+					      OTEL_THREAD_CTX_ESYS : otel__remote_error(errno);
+		return true;
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
+		/* It is exiting (ESRCH) or something else went wrong; either
+		 * way it is attached and not stopped. */
+		out->sys_errno = errno;
+		out->status = errno == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
+		return false;
+	}
+	err = wait_stopped(insp->info.pid, tid,
+			   now_ns() + (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000, &resend);
+	if (err != 0) {
+		out->sys_errno = err == EXITING_UNREAPED ? ESRCH : err;
+		out->status = err == ETIMEDOUT ? OTEL_THREAD_CTX_ETIMEDOUT :
+			      err == ESRCH || err == EXITING_UNREAPED ? OTEL_THREAD_CTX_ESRCH :
+									OTEL_THREAD_CTX_ESYS;
+		/* ESRCH: its exit was reaped, here or by another thread of
+		 * this process (waitpid() then says ECHILD): nothing is left
+		 * attached. */
+		return err == ESRCH;
+	}
+	out->status = sample_stopped(insp, tid, out);
+	/* Detaching resumes the thread (or returns it to its group-stop). */
+	if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend) != 0) {
+		if (errno != ESRCH && out->status == OTEL_THREAD_CTX_OK) {
+			out->sys_errno = errno;
+			out->status = OTEL_THREAD_CTX_ESYS;
+		}
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The tracer thread.  ptrace ties an attachment to the thread that made it,
+ * and only a stopped tracee can be detached; a thread that cannot stop
+ * within the limit (uninterruptible sleep: a vfork() parent, a hung file
+ * system) would otherwise stay attached, stop as soon as it could, and be
+ * held in tracing stop until the attaching thread next called here or
+ * exited.  So the attaching is done by a thread the inspector owns, which
+ * exits whenever it may still hold an attachment (read_attached() false):
+ * the kernel detaches the tracees of an exiting thread, and drops the
+ * interrupt a tracee has not stopped for yet.  The caller waits until the
+ * tracer is gone from /proc/self/task (its tracees are detached by then:
+ * the kernel detaches them before it releases the thread), so that every
+ * call returns with no thread of the process attached.  The next read
+ * starts a new tracer.  The tracer blocks every signal, so none of the
+ * caller's handlers runs on it.
+ */
+enum tracer_state { TRACER_IDLE, TRACER_READ, TRACER_DONE, TRACER_QUIT };
+
+struct tracer {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	pid_t tid;   /* its thread id, set when it starts */
+	pid_t owner; /* getpid() of the process that started it */
+	enum tracer_state state;
+	bool exiting; /* it ends after this read */
+	otel_thread_ctx_inspector *insp;
+	pid_t target;
+	struct otel_thread_ctx_inspect_thread *out;
+};
+
+static void *tracer_main(void *arg)
+{
+	struct tracer *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	t->tid = (pid_t)syscall(SYS_gettid);
+	for (;;) {
+		bool released;
+
+		while (t->state != TRACER_READ && t->state != TRACER_QUIT)
+			pthread_cond_wait(&t->cond, &t->lock);
+		if (t->state == TRACER_QUIT)
+			break;
+		pthread_mutex_unlock(&t->lock);
+		released = read_attached(t->insp, t->target, t->out);
+		pthread_mutex_lock(&t->lock);
+		t->exiting = !released;
+		t->state = TRACER_DONE;
+		pthread_cond_broadcast(&t->cond);
+		if (!released)
+			break;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* Starts insp's tracer; 0 or an errno. */
+static int tracer_start(otel_thread_ctx_inspector *insp)
+{
+	struct tracer *t = calloc(1, sizeof(*t));
+	sigset_t all, old;
+	int err;
+
+	if (t == NULL)
+		return ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	t->insp = insp;
+	t->owner = getpid();
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&t->thread, NULL, tracer_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err != 0) {
+		pthread_cond_destroy(&t->cond);
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+		return err;
+	}
+	insp->tracer = t;
+	return 0;
+}
+
+/* Ends insp's tracer, if it has one, and returns once the kernel has
+ * detached whatever it was still attached to. */
+static void tracer_end(otel_thread_ctx_inspector *insp)
+{
+	struct tracer *t = insp->tracer;
+
+	if (t == NULL)
+		return;
+	insp->tracer = NULL;
+	if (t->owner != getpid()) {
+		/* A child forked from the process that started it: the
+		 * tracer is not in this process (nor are its attachments). */
+		free(t);
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	t->state = TRACER_QUIT;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	/* pthread_join() returns once the thread has left user space, a
+	 * little before the kernel detaches its tracees (exit_notify(), which
+	 * then marks it dead, or a zombie where this process is itself traced
+	 * by a debugger that has not reaped it yet): wait for that (a second
+	 * at most; it takes microseconds). */
+	for (int i = 0; i < 10000; i++) {
+		struct timespec ts = { 0, 100000 };
+		char c = thread_state(getpid(), t->tid);
+
+		if (c == 'Z' || c == 'X' || c == 'x')
+			break;
+		nanosleep(&ts, NULL);
+	}
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* read_attached() on insp's tracer (started as needed). */
+static int tracer_read(otel_thread_ctx_inspector *insp, pid_t tid,
+		       struct otel_thread_ctx_inspect_thread *out)
+{
+	struct tracer *t;
+	bool exiting;
+	int err;
+
+	if (insp->tracer != NULL && insp->tracer->owner != getpid())
+		tracer_end(insp);
+	if (insp->tracer == NULL && (err = tracer_start(insp)) != 0) {
+		out->sys_errno = err;
+		return out->status = err == ENOMEM ? OTEL_THREAD_CTX_ENOMEM : OTEL_THREAD_CTX_ESYS;
+	}
+	t = insp->tracer;
+	pthread_mutex_lock(&t->lock);
+	t->target = tid;
+	t->out = out;
+	t->state = TRACER_READ;
+	pthread_cond_broadcast(&t->cond);
+	while (t->state != TRACER_DONE)
+		pthread_cond_wait(&t->cond, &t->lock);
+	t->state = TRACER_IDLE;
+	exiting = t->exiting;
+	pthread_mutex_unlock(&t->lock);
+	if (exiting)
+		tracer_end(insp);
+	return out->status;
+}
+
+OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
+					       struct otel_thread_ctx_inspect_thread *out)
+{
 	if (insp == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	if (insp->owed_count > 0)
-		owed_release(insp, 0);
 	memset(out, 0, sizeof(*out));
 	out->tid = tid;
 	if (tid <= 0 || !is_thread_of(insp->info.pid, tid))
 		return out->status = OTEL_THREAD_CTX_ESRCH;
 	read_comm(insp->info.pid, tid, out->name);
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
-		out->sys_errno = errno;
-		/* The kernel refuses to attach to an exiting thread (EPERM). */
-		if (errno == ESRCH || (errno == EPERM && thread_exiting(insp->info.pid, tid)))
-			return out->status = OTEL_THREAD_CTX_ESRCH;
-		return out->status = otel__remote_error(errno) == OTEL_THREAD_CTX_EFAULT ?
-					     OTEL_THREAD_CTX_ESYS : otel__remote_error(errno);
-	}
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
-		/* It exited after the seize (ESRCH); either way, let go. */
-		out->sys_errno = errno;
-		out->status = errno == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
-		ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		if (out->status == OTEL_THREAD_CTX_ESRCH)
-			waitpid(tid, NULL, __WALL | WNOHANG);
-		return out->status;
-	}
-	err = wait_stopped(insp->info.pid, tid,
-			   now_ns() + (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000, &resend);
-	if (err != 0) {
-		/* Still attached: a thread that could not stop yet (or an
-		 * exited leader not reaped yet) is released by a later call,
-		 * once it stops. */
-		if (err == ETIMEDOUT || err == EXITING_UNREAPED)
-			owe_release(insp, tid);
-		out->sys_errno = err == EXITING_UNREAPED ? ESRCH : err;
-		return out->status = err == ETIMEDOUT ? OTEL_THREAD_CTX_ETIMEDOUT :
-				     err == ESRCH || err == EXITING_UNREAPED ? OTEL_THREAD_CTX_ESRCH :
-									       OTEL_THREAD_CTX_ESYS;
-	}
-	out->status = sample_stopped(insp, tid, out);
-	/* Detaching resumes the thread (or returns it to its group-stop). */
-	if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend) != 0 && errno != ESRCH &&
-	    out->status == OTEL_THREAD_CTX_OK) {
-		out->sys_errno = errno;
-		out->status = OTEL_THREAD_CTX_ESYS;
-	}
-	return out->status;
+	return tracer_read(insp, tid, out);
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,

@@ -57,7 +57,7 @@ __version__ = "1.0.0"
 __all__ = [
     "ATTRS_MAX", "KEY_MAX", "KEY_NAME_MAX", "RECORD_SIZE", "VALUE_MAX",
     "AttrKey", "AttrValue", "Attrs", "Context", "Error", "Id", "Record",
-    "SelfCheck", "SelfCheckStatus", "ThreadCtxError", "detach", "key_count",
+    "SelfCheck", "SelfCheckStatus", "ThreadCtxError", "detach", "escape", "key_count",
     "key_find", "key_name", "key_register", "library_path", "process", "read",
     "record_decode", "save", "self_check", "strerror", "update_all",
     "update_span_id", "update_trace_flags",
@@ -597,14 +597,48 @@ def update_all(trace_id: Id, span_id: Id, flags: int = 0, attrs: Attrs = ()) -> 
 
 # -- Readers --
 
+def escape(value: Union[bytes, bytearray, memoryview]) -> str:
+    """The text form of bytes a process published, safe to print and never
+    failing, as otel-thread-ctx-inspect prints it in its table: the bytes
+    as UTF-8, but control characters (C0, DEL), `"` and `\\` as `\\xNN`,
+    the C1 controls (U+0080 to U+009F) as the `\\xNN` of their two bytes,
+    and, when the bytes are not valid UTF-8, every byte above 0x7f as
+    `\\xNN` too.  So any bytes give printable text, and distinct bytes
+    distinct text."""
+    raw = bytes(value)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(chr(b) if 0x20 <= b < 0x7f and b not in (0x22, 0x5c) else "\\x%02x" % b
+                       for b in raw)
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if c < 0x20 or c == 0x7f or ch in "\"\\":
+            out.append("\\x%02x" % c)
+        elif 0x80 <= c <= 0x9f:
+            out.append("".join("\\x%02x" % b for b in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _text(value: bytes) -> str:
+    """A value as text: UTF-8, and a byte that is not as `\\xNN`."""
+    return value.decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class Record:
     """A copy of a record.  `raw_attrs` maps key index to the stored bytes
     (the effective attributes: the last duplicate wins, and entries whose
-    index the key map does not name are left out); `attrs` to their text,
-    decoded as UTF-8 (strictly).  `key_names` is the key map the record was
-    read with when it is another process's (otel_thread_ctx.inspect); None
-    for this process's registry."""
+    index the key map does not name are left out); `attrs` to their text:
+    UTF-8, where a byte that is not UTF-8 reads `\\xNN` (a record another
+    process wrote may hold any bytes: reading never raises; raw_attrs has
+    the bytes, escape() gives a form safe for a terminal).  `key_names` is
+    the key map the record was read with when it is another process's
+    (otel_thread_ctx.inspect); None for this process's registry.  repr()
+    never raises either."""
 
     trace_id: bytes
     span_id: bytes
@@ -614,18 +648,28 @@ class Record:
 
     @property
     def attrs(self) -> Mapping[int, str]:
-        return types.MappingProxyType(
-            {k: v.decode("utf-8") for k, v in self.raw_attrs.items()})
+        return types.MappingProxyType({k: _text(v) for k, v in self.raw_attrs.items()})
+
+    def _name(self, k: int) -> Optional[str]:
+        if self.key_names is not None:
+            return self.key_names[k] if k < len(self.key_names) else None
+        return key_name(k)
 
     def named_attrs(self) -> Mapping[Union[int, str], str]:
-        """The attributes keyed by name (index where unnamed): from the key
-        map the record was read with, else this process's registry."""
+        """The attributes' text (as `attrs`) keyed by name (index where
+        unnamed): from the key map the record was read with, else this
+        process's registry."""
         out: Dict[Union[int, str], str] = {}
-        for k, v in self.attrs.items():
-            if self.key_names is not None:
-                name = self.key_names[k] if k < len(self.key_names) else None
-            else:
-                name = key_name(k)
+        for k, v in self.raw_attrs.items():
+            name = self._name(k)
+            out[k if name is None else name] = _text(v)
+        return types.MappingProxyType(out)
+
+    def named_raw_attrs(self) -> Mapping[Union[int, str], bytes]:
+        """The same with the values' bytes."""
+        out: Dict[Union[int, str], bytes] = {}
+        for k, v in self.raw_attrs.items():
+            name = self._name(k)
             out[k if name is None else name] = v
         return types.MappingProxyType(out)
 

@@ -17,6 +17,11 @@ then the dynamic loader; ImportError if none works).
             if t.record is not None:
                 print(t.tid, t.record, dict(t.record.named_attrs()))
 
+  A record holds whatever bytes the process wrote: named_attrs() and repr()
+  give text that never fails (a byte that is not UTF-8 reads \\xNN),
+  named_raw_attrs() the bytes, otel_thread_ctx.escape() a form safe for a
+  terminal.  threads() says whether it read every thread (total, partial).
+
 Errors raise InspectError, a ThreadCtxError whose code may also be one of
 the reading side's (Error below) and whose text is
 otel_thread_ctx_inspect_strerror().
@@ -27,13 +32,13 @@ import enum
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
 from . import _lib
 from . import Record, ThreadCtxError, _code_names, _record_from
 
 __all__ = ["Error", "EncodedValue", "InspectError", "Inspector", "Libc", "Model",
-           "Module", "ProcessContext", "Thread", "Value", "decode_process",
+           "Module", "ProcessContext", "Thread", "Threads", "Value", "decode_process",
            "library_path", "read_process", "read_process_at", "strerror"]
 
 _i, library_path = _lib.inspect_lib()
@@ -299,6 +304,28 @@ class Thread:
         return None if self.status == 0 else InspectError(self.status, "thread")
 
 
+class Threads(List[Thread]):
+    """What Inspector.threads() read: a list of Thread, and whether it is
+    whole.  `total` is how many threads /proc/PID/task listed during the
+    read (len() of the list may be less: a limit); `not_stopped` how many
+    of those read did not stop in time (status ETIMEDOUT: their records
+    were not read); `partial` is True when either left a thread unread."""
+
+    total: int
+
+    def __init__(self, threads: Iterable[Thread], total: int) -> None:
+        super().__init__(threads)
+        self.total = total
+
+    @property
+    def not_stopped(self) -> int:
+        return sum(1 for t in self if t.status == Error.ETIMEDOUT)
+
+    @property
+    def partial(self) -> bool:
+        return len(self) < self.total or self.not_stopped > 0
+
+
 class Inspector:
     """otel_thread_ctx_inspect_open(pid): what a ptrace-based reader found
     in process `pid` (its modules, C library and process context); then
@@ -385,22 +412,29 @@ class Inspector:
             raise InspectError(rc, "thread")
         return self._thread(out)
 
-    def threads(self) -> List[Thread]:
-        """Reads every thread of the process, one after another, in
-        /proc/PID/task order.  InspectError ESRCH when the process is
-        gone."""
+    def threads(self, max_threads: Optional[int] = None) -> "Threads":
+        """Reads every thread of the process (or the first `max_threads`),
+        one after another, in /proc/PID/task order.  The list says whether
+        it is whole: `total` threads were listed, `partial` is True when
+        some were not read (beyond max_threads, or not stopped in time:
+        ETIMEDOUT).  InspectError ESRCH when the process is gone."""
+        if max_threads is not None and max_threads < 1:
+            raise ValueError("max_threads must be at least 1")
         try:
             cap = len(os.listdir("/proc/%d/task" % self.pid)) + 8
         except OSError:
             cap = 64
+        if max_threads is not None:
+            cap = max_threads
         while True:
             out = (_lib.InspectThread * cap)()
             count = ctypes.c_size_t()
             with self._lock:
                 _check(_i.otel_thread_ctx_inspect_threads(self._open(), out, cap,
                                                           ctypes.byref(count)), "threads")
-            if count.value <= cap:
-                return [self._thread(out[i]) for i in range(count.value)]
+            if count.value <= cap or max_threads is not None:
+                n = min(count.value, cap)
+                return Threads((self._thread(out[i]) for i in range(n)), int(count.value))
             cap = count.value + 16
 
     def close(self) -> None:

@@ -1308,11 +1308,16 @@ class RecordDecode(unittest.TestCase):
         with self.assertRaises(TypeError):
             otc.record_decode("not bytes")
 
-    def test_invalid_utf8_is_kept_as_bytes_and_refused_as_text(self):
+    def test_invalid_utf8_is_kept_as_bytes_and_escaped_as_text(self):
+        # Another process may publish any bytes: no reader raises on them.
         rec = otc.record_decode(self.record(entries=bytes([5, 1, 0xFF])))
         self.assertEqual(dict(rec.raw_attrs), {5: b"\xff"})
-        with self.assertRaises(UnicodeDecodeError):
-            rec.attrs  # pylint: disable=pointless-statement
+        self.assertEqual(dict(rec.attrs), {5: "\\xff"})
+        self.assertEqual(list(rec.named_attrs().values()), ["\\xff"])
+        self.assertEqual(list(rec.named_raw_attrs().values()), [b"\xff"])
+        self.assertIn("\\\\xff", repr(rec))
+        self.assertEqual(otc.escape(b"\xff\x1b\x7f\\"), "\\xff\\x1b\\x7f\\x5c")
+        self.assertEqual(otc.escape("\u00e9\u009b\n".encode()), "\u00e9\\xc2\\x9b\\x0a")
 
     def test_records_are_immutable(self):
         rec = otc.record_decode(self.record(entries=bytes([5, 1]) + b"x"))

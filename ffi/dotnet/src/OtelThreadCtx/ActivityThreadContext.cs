@@ -14,8 +14,10 @@ public sealed class ActivityThreadContextOptions
     /// <summary>
     /// Tags of the activity published as thread attributes, each under a key
     /// of the same name (registered by Start), e.g. "http.route".  A tag the
-    /// activity does not have is left out; a value longer than 255 bytes of
-    /// UTF-8 is cut at a character boundary.
+    /// activity does not have is left out, and so is one whose value's
+    /// ToString() throws or returns null (the activity is published without
+    /// it; the exception is caught, never thrown into the application); a
+    /// value longer than 255 bytes of UTF-8 is cut at a character boundary.
     /// </summary>
     public IList<string> AttributeTags { get; } = new List<string>();
 
@@ -163,8 +165,21 @@ public sealed class ActivityThreadContext : IDisposable
     // and must not throw: only the Try paths are used.
     private void OnRunningChanged(AsyncLocalValueChangedArgs<Activity?> args)
     {
-        if (!_disposed)
+        if (_disposed)
+            return;
+        try
+        {
             Publish(args.CurrentValue);
+        }
+        catch (Exception)
+        {
+            // An exception here would end the process (the runtime fails
+            // fast on one thrown from a change notification).  Publish
+            // catches what the application's code throws (a tag's
+            // ToString(), the filter); should anything else throw, the
+            // thread publishes nothing rather than a stale activity.
+            CurrentThread.Detach();
+        }
     }
 
     private ThreadContextError Publish(Activity? a)
@@ -228,13 +243,28 @@ public sealed class ActivityThreadContext : IDisposable
         return null;
     }
 
-    private static string? TagText(object? v) => v switch
+    // A tag's value as text, or null to leave the attribute out: a value
+    // whose ToString() throws (the application's code, called inside
+    // Activity.Start() and the runtime's context switches, where an
+    // exception must not escape) is left out, and the activity published
+    // without it.
+    private static string? TagText(object? v)
     {
-        null => null,
-        string s => s,
-        IFormattable f => f.ToString(null, CultureInfo.InvariantCulture),
-        _ => v.ToString(),
-    };
+        try
+        {
+            return v switch
+            {
+                null => null,
+                string s => s,
+                IFormattable f => f.ToString(null, CultureInfo.InvariantCulture),
+                _ => v.ToString(),
+            };
+        }
+        catch (Exception)
+        {
+            return null;
+        }
+    }
 
     // At most 255 bytes of UTF-8, cut at a character boundary.
     private static string Fit(string s)

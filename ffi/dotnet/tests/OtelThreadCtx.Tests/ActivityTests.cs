@@ -76,6 +76,89 @@ public class ActivityTests
         });
     }
 
+    private sealed class ThrowingTag
+    {
+        public override string ToString() => throw new InvalidOperationException("ToString of a tag");
+    }
+
+    private sealed class ThrowingFormattable : IFormattable
+    {
+        public string ToString(string? format, IFormatProvider? provider) =>
+            throw new FormatException("ToString(format, provider) of a tag");
+    }
+
+    // A tag whose value's ToString() throws: Activity.Start() must not throw
+    // into the application, and the activity is published without that
+    // attribute (the others are there).
+    [Fact]
+    public void ATagWhoseToStringThrowsIsLeftOut()
+    {
+        var options = new ActivityThreadContextOptions();
+        options.AttributeTags.Add("http.route");
+        options.AttributeTags.Add("bad");
+        options.AttributeTags.Add("bad.formattable");
+        using var integration = ActivityThreadContext.Start(options);
+        int route = integration.Keys["http.route"];
+        int bad = integration.Keys["bad"];
+        int badFormattable = integration.Keys["bad.formattable"];
+        T.OnNewThread(() =>
+        {
+            Activity a = NewActivity("request");
+            a.SetTag("http.route", "GET /a");
+            a.SetTag("bad", new ThrowingTag());
+            a.SetTag("bad.formattable", new ThrowingFormattable());
+            a.Start();
+            ThreadRecord r = CurrentThread.Read()!;
+            Assert.Equal(a.SpanId, r.SpanId);
+            Assert.Equal("GET /a", r.Attributes[route]);
+            Assert.False(r.Attributes.ContainsKey(bad));
+            Assert.False(r.Attributes.ContainsKey(badFormattable));
+            Assert.Equal(ThreadContextError.Ok, integration.Refresh());
+            Activity child = NewActivity("db").Start(); // inherits the tags
+            r = CurrentThread.Read()!;
+            Assert.Equal(child.SpanId, r.SpanId);
+            Assert.False(r.Attributes.ContainsKey(bad));
+            child.Stop();
+            a.Stop();
+            T.PublishesNothing();
+        });
+    }
+
+    // The same across a hop to the thread pool: the runtime calls the
+    // integration inside its execution-context switch, where an exception
+    // would fail the process fast.
+    [Fact]
+    public async Task ATagWhoseToStringThrowsSurvivesAThreadPoolHop()
+    {
+        var options = new ActivityThreadContextOptions();
+        options.AttributeTags.Add("bad");
+        using var integration = ActivityThreadContext.Start(options);
+        int bad = integration.Keys["bad"];
+        // Set after Start: the first publication that meets it is the one
+        // the runtime's context switch makes, on the pool thread.
+        Activity a = NewActivity("request").Start();
+        a.SetTag("bad", new ThrowingTag());
+        try
+        {
+            // Task.Run flows the activity to a pool thread; there (no
+            // synchronization context) each await resumes on a pool thread.
+            await Task.Run(async () =>
+            {
+                for (int i = 0; i < 4; i++)
+                {
+                    ThreadRecord r = CurrentThread.Read()!;
+                    Assert.Equal(a.SpanId, r.SpanId);
+                    Assert.False(r.Attributes.ContainsKey(bad));
+                    await Task.Delay(1);
+                }
+            });
+        }
+        finally
+        {
+            a.Stop();
+        }
+    }
+
     [Fact]
     public void TagsAreNotInheritedWhenTheOptionsSaySo()
     {
