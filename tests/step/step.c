@@ -1858,6 +1858,12 @@ int main(void)
 		if (m.handler >= 0 && m.run >= 0) {
 			/* One run per boundary the counting run found. */
 			if (m.run >= n_eligible) {
+				static unsigned long before;
+
+				printf("  %s, %s: %ld boundaries, %lu instructions stepped\n",
+				       path_names[m.path], handler_names[m.handler], n_eligible,
+				       inject_steps - before);
+				before = inject_steps;
 				if (write(to_writer[1], "e", 1) != 1)
 					die("write");
 				continue;
