@@ -98,10 +98,8 @@ MUTANTS = [
            "the draft and the published record do not swap roles: the next publication "
            "writes the record readers see"),
     Mutant("order-slot-in-context", "publication order", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
-           "__attribute__((noinline, cold)) static int attach_first(",
-           "\tpublish(t, crec_of(ctx));\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
-           "__attribute__((noinline, cold)) static int attach_first(",
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tshow_unclaim(t, shown);\n",
+           "\tpublish(t, crec_of(ctx));\n\tshow_unclaim(t, shown);\n",
            ["attach-shared", "shared-static", "api-static"],
            "attach publishes the context's own record, not a copy in the thread's draft"),
     # Fences.  The signal fences keep the compiler from moving record
@@ -146,10 +144,8 @@ MUTANTS = [
            ["api-static", "model-static", "load-startup"],
            "update_span_id leaves the draft's old span id marked up to date"),
     Mutant("stale-attach-mark", "stale fields", TC,
-           "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
-           "__attribute__((noinline, cold)) static int attach_first(",
-           "\tpublish_draft(t, d, 0);\n\tt->shown = (uint8_t)shown;\n\treturn OTEL_THREAD_CTX_OK;\n}\n\n"
-           "__attribute__((noinline, cold)) static int attach_first(",
+           "\tpublish_draft(t, d, FIELD_ALL);\n\tshow_unclaim(t, shown);\n",
+           "\tpublish_draft(t, d, 0);\n\tshow_unclaim(t, shown);\n",
            ["api-static", "model-static", "mn-signal"],
            "attach leaves the draft (the record it replaced) marked up to date"),
     # A refused call changes nothing, the draft's bookkeeping included.
@@ -159,15 +155,13 @@ MUTANTS = [
            ["refusals-static", "load-startup"],
            "a refused update_all leaves the attributes it wrote in a draft marked up to date"),
     Mutant("refusal-saved-small", "refusal atomicity", TC,
-           "\tif (saved != NULL) {\n\t\terr = check_saved(t, saved);\n\t\tif (err)\n\t\t\treturn err;\n"
-           "\t}\n\tif (ctx->none) {\n",
+           "\tif (saved != NULL) {\n\t\terr = check_saved(t, saved);\n\t\tif (err) {\n"
+           "\t\t\tunclaim(t);\n\t\t\treturn err;\n\t\t}\n\t}\n\tif (ctx->none) {\n",
            "\terr = saved != NULL ? check_saved(t, saved) : 0;\n\tif (ctx->none) {\n",
            ["refusals-static", "scopes-static", "interpose-exe"],
            "attach with a saved too small refuses, but publishes the context all the same",
-           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
-                  "\treturn OTEL_THREAD_CTX_OK;\n}\n\n__attribute__((noinline, cold)) static int attach_first(",
-                  "\tpublish_draft(t, d, FIELD_ALL);\n\tt->shown = (uint8_t)shown;\n"
-                  "\treturn err;\n}\n\n__attribute__((noinline, cold)) static int attach_first("),
+           also=[("\tpublish_draft(t, d, FIELD_ALL);\n\tshow_unclaim(t, shown);\n\treturn OTEL_THREAD_CTX_OK;\n",
+                  "\tpublish_draft(t, d, FIELD_ALL);\n\tshow_unclaim(t, shown);\n\treturn err;\n"),
                  ("\tif (saved != NULL)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n",
                   "\tif (saved != NULL && !err)\n\t\tsave(t, saved);\n\tpublish_draft(t, d, FIELD_ALL);\n")]),
     Mutant("refusal-set-attrs", "refusal atomicity", TC,

@@ -1419,6 +1419,31 @@ static void run_to_seen(pid_t tid, uint64_t to, unsigned long seen)
 	run_to(tid, to);
 }
 
+/*
+ * Just after the signal was delivered: when the thread stopped at the
+ * handler's first instruction, the handler runs at full speed back to where
+ * it interrupted the path (the same instruction with the same stack: the
+ * handler may run that instruction itself, in a call of its own).  Its own
+ * publications are the library's usual paths, stepped by the plain runs;
+ * what injection adds is what the interrupted call does after it, stepped
+ * again.  A signal the thread did not take (blocked) leaves it stepping.
+ */
+static void handler_at_full_speed(pid_t tid, uint64_t pc, uint64_t sp)
+{
+	step_regs r;
+
+	get_regs(tid, &r);
+	if (REG_PC(r) != (uint64_t)(uintptr_t)inject_handler)
+		return;
+	for (;;) {
+		run_to(tid, pc);
+		get_regs(tid, &r);
+		if (REG_SP(r) == sp)
+			return;
+		step_once(tid, 0);
+	}
+}
+
 /* Stepped after an exit event: 1 when the thread reached its exit. */
 static int step_exit(pid_t tid, int sig)
 {
@@ -1630,7 +1655,7 @@ static void trace_path(const struct msg *m, long inject_run)
 		if (sig != 0) {
 			inj_pc = pc;
 			inj_sp = REG_SP(regs);
-		} else if (inject_at >= 0 && !handler_back && steps > (unsigned long)inject_at + 1 &&
+		} else if (inject_at >= 0 && !handler_back && steps > (unsigned long)inject_at &&
 			   pc == inj_pc && REG_SP(regs) == inj_sp) {
 			/* The handler returned: in the counting run's steps,
 			 * the thread is at inject_at again. */
@@ -1695,6 +1720,8 @@ static void trace_path(const struct msg *m, long inject_run)
 		} else {
 			step_once(tid, sig);
 		}
+		if (sig != 0)
+			handler_at_full_speed(tid, inj_pc, inj_sp);
 	}
 
 	if (m->kind == K_PROCESS) {
