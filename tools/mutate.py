@@ -150,8 +150,8 @@ MUTANTS = [
            "attach leaves the draft (the record it replaced) marked up to date"),
     # A refused call changes nothing, the draft's bookkeeping included.
     Mutant("refusal-update-all-stale", "refusal atomicity", TC,
-           "\tif (size < 0) {\n\t\tt->stale |= FIELD_ATTRS;\n\t\treturn size;\n\t}\n",
-           "\tif (size < 0)\n\t\treturn size;\n",
+           "\tif (size < 0) {\n\t\tt->stale |= FIELD_ATTRS;\n\t\tunclaim(t);\n",
+           "\tif (size < 0) {\n\t\tunclaim(t);\n",
            ["refusals-static", "load-startup"],
            "a refused update_all leaves the attributes it wrote in a draft marked up to date"),
     Mutant("refusal-saved-small", "refusal atomicity", TC,
@@ -370,9 +370,9 @@ MUTANTS = [
            "inside, cut at the NUL, as if it were the whole value"),
     # The fast paths check the record the thread publishes at that moment.
     Mutant("fast-flags-draft", "fast-path checks", TC,
-           "\tif (trace_flags != 0 && !(t->shown & TRACED))\n",
-           "\tif (trace_flags != 0 && all_zero(((struct otel_thread_ctx_record *)\n"
-           "\t\t(void *)((uintptr_t)t->pub ^ t->flip))->trace_id, 16))\n",
+           "\t} else if (trace_flags != 0 && !(shown & TRACED)) {\n",
+           "\t} else if (trace_flags != 0 && all_zero(((struct otel_thread_ctx_record *)\n"
+           "\t\t(void *)((uintptr_t)t->pub ^ t->flip))->trace_id, 16)) {\n",
            ["fast-path-checks-static"], "update_trace_flags checks the ids of the draft "
            "(the record published before), not of the record published"),
     Mutant("fast-span-draft", "fast-path checks", TC,
@@ -472,10 +472,6 @@ MUTANTS = [
            "\t\trc = 0 * probe_stopped(-1, resend);\n",
            ["inspect-reaper"], "a stop whose report a reaper thread took is not noticed: "
            "the read waits for a report that never comes"),
-    Mutant("inspect-owed-release", "inspector waits", "src/inspect/inspect.c",
-           "\tif (insp->owed_count > 0)\n\t\towed_release(insp, 0);\n",
-           "", ["inspect-vfork"], "a thread the read gave up on (ETIMEDOUT) stays "
-           "stopped after it stops: the next read does not release it"),
     # The tools print what the process chose escaped.
     Mutant("print-c1", "tool output", "tools/print.c",
            "\treturn p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;\n",
