@@ -1766,7 +1766,12 @@ static void trace_path(const struct msg *m, long inject_run)
 		free(ring);
 		free(buf);
 	} else if (m->handler >= 0) {
-		inject_steps += steps;
+		if (getenv("OTEL_STEP_VERBOSE") != NULL)
+			printf("    run %d at %ld: %lu steps%s\n", m->run, inject_at,
+			       steps - (inject_at > 0 ? (unsigned long)inject_at : 0),
+			       handler_back ? "" : " (the handler never came back)");
+		/* An injected run steps from its boundary on. */
+		inject_steps += steps - (inject_at > 0 ? (unsigned long)inject_at : 0);
 		if (counting && m->kind != K_EXIT && n_eligible > 0)
 			n_eligible--; /* the stop at the return is no boundary inside */
 	} else {
