@@ -5,8 +5,11 @@
  * (tools/sample/sampler.h: the BPF program, perf events on every CPU, the
  * process description from the inspector), and checks every sample:
  *
- *   - no record with valid != 1 (invalid), none oversized, none unreadable
- *     or misaligned;
+ *   - no record with valid != 1 (invalid), none oversized or misaligned;
+ *   - unreadable samples (the slot or the record could not be read at that
+ *     instant: otel_thread_ctx_reader.bpf.h, "UNREADABLE samples") counted
+ *     apart and bounded: at most UNREADABLE_SHARE_MAX of the samples (see
+ *     there why);
  *   - each record is exactly the record of the sequence number it carries
  *     (records.h), so nothing torn;
  *   - that sequence number belongs to the thread the sample was taken on,
@@ -49,10 +52,30 @@
 
 #define MAX_WRITERS 16
 
+/*
+ * The largest share of unreadable samples a run may have, in percent.
+ * bpf_probe_read_user() cannot fault a page in, so a read of a page that
+ * is mapped but not present at that instant fails: in the storm, the
+ * kernel's split of a transparent huge page that holds a writer's TLS
+ * (glibc's madvise(MADV_DONTNEED) of the stack below it, as the writer
+ * exits; also khugepaged collapsing such a page), during which the page
+ * table entry is not present.  Each such change is one 2 MiB page-table
+ * operation, at most one per writer at its exit and one per khugepaged
+ * pass (every 10 s), and only the samples taken during it fail: the most
+ * seen in a run was 29 of 10,000 (0.3 %, one window, on the emulated
+ * aarch64 machine).  A reader fault does not look like that: a wrong slot
+ * address or DTV walk for a TLS path makes every sample of a thread
+ * unreadable, a third of the samples or more (three writers, which take
+ * nearly all of them).  1 % is three times the most seen, and a thirtieth
+ * of what one lost thread gives.  Every writer must be seen with a record
+ * besides (below).
+ */
+#define UNREADABLE_SHARE_MAX 1
+
 struct writer {
 	uint32_t tid;
 	int index;
-	uint64_t ok, last_seq, published;
+	uint64_t ok, last_seq, published, unreadable;
 };
 
 static struct {
@@ -61,7 +84,7 @@ static struct {
 	int nw;
 	uint64_t total, by_status[OTEL_THREAD_CTX_BPF_STATUS_COUNT];
 	uint64_t torn, wrong_thread, unknown_thread, regressions, attrs_bytes;
-	int reported;
+	int reported, unreadable_reported;
 } st;
 
 static double now_s(void)
@@ -91,6 +114,19 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 		return;
 	st.total++;
 	st.by_status[ev->status]++;
+	for (int i = 0; i < st.nw; i++)
+		if (st.w[i].tid == ev->tid)
+			w = &st.w[i];
+	if (ev->status == OTEL_THREAD_CTX_BPF_UNREADABLE) {
+		/* Counted and bounded, not a broken record (above). */
+		if (w != NULL)
+			w->unreadable++;
+		if (st.unreadable_reported++ < 10)
+			printf("storm-check: unreadable: tid %u, record at 0x%llx, at %llu ns\n",
+			       ev->tid, (unsigned long long)ev->record_address,
+			       (unsigned long long)ev->time_ns);
+		return;
+	}
 	if (ev->status != OTEL_THREAD_CTX_BPF_OK) {
 		if (ev->status != OTEL_THREAD_CTX_BPF_NO_CONTEXT &&
 		    ev->status != OTEL_THREAD_CTX_BPF_NO_TLS &&
@@ -99,9 +135,6 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 		return;
 	}
 	st.attrs_bytes += ev->record.attrs_data_size;
-	for (int i = 0; i < st.nw; i++)
-		if (st.w[i].tid == ev->tid)
-			w = &st.w[i];
 	if (!storm_matches((const struct otel_thread_ctx_record *)&ev->record, &seq)) {
 		st.torn++;
 		complain("torn", ev, seq);
@@ -392,6 +425,21 @@ int main(int argc, char **argv)
 		       (unsigned long long)published, (unsigned long long)c[OTEL_SAMPLE_COUNTER_LOST],
 		       q != NULL ? q->generation : 0);
 	}
+	{
+		uint64_t u = st.by_status[OTEL_THREAD_CTX_BPF_UNREADABLE];
+
+		printf("unreadable: %llu of %llu samples (%.3f %%, at most %d %%); by writer:",
+		       (unsigned long long)u, (unsigned long long)st.total,
+		       st.total ? 100.0 * (double)u / (double)st.total : 0.0, UNREADABLE_SHARE_MAX);
+		for (int i = 0; i < st.nw; i++)
+			printf(" %u:%llu", st.w[i].tid, (unsigned long long)st.w[i].unreadable);
+		printf("\n");
+		if (u * 100 > st.total * UNREADABLE_SHARE_MAX) {
+			fprintf(stderr, "storm-check: more unreadable samples than a page-table change "
+					"explains: a reader fault\n");
+			failures++;
+		}
+	}
 	for (int i = 0; i < st.nw; i++) {
 		struct writer *w = &st.w[i];
 
@@ -411,7 +459,6 @@ int main(int argc, char **argv)
 	}
 	if (st.by_status[OTEL_THREAD_CTX_BPF_INVALID] || st.torn ||
 	    st.by_status[OTEL_THREAD_CTX_BPF_OVERSIZED] ||
-	    st.by_status[OTEL_THREAD_CTX_BPF_UNREADABLE] ||
 	    st.by_status[OTEL_THREAD_CTX_BPF_MISALIGNED] || st.wrong_thread || st.unknown_thread ||
 	    st.regressions)
 		failures++;
