@@ -63,8 +63,8 @@
  * (unknown), and not retry in BPF (the page will not appear there); a few
  * in a profile are expected.  When every sample of a process is
  * UNREADABLE, the description no longer fits it (a module unloaded, a
- * process that exec()ed): describe it again.  The tests bound them at 1 %
- * of an update storm's samples (tests/bpf/storm-check.c says why).
+ * process that exec()ed): describe it again.  The tests bound them in
+ * episodes per thread (tests/bpf/storm-check.c says why).
  *
  * Kernels: Linux 5.8 or later with BTF (/sys/kernel/btf/vmlinux):
  * bpf_probe_read_user() needs 5.5, the ring buffer of the sample tool 5.8.
