@@ -90,6 +90,13 @@
  * CAP_SYS_PTRACE; 3 forbids attaching altogether.  A process traced by
  * someone else (a debugger) cannot be read either (EPERM).
  *
+ * A process that changes under the read: one that exits gives ESRCH; one
+ * that exec()s (its image is told from the next by the 16 AT_RANDOM bytes
+ * the kernel writes at each exec(), /proc/PID/auxv) or loads or unloads a
+ * module while open() looks at it, or exec()s after it, gives EAGAIN, never
+ * EFAULT or a description or record made of two images.  A process caught
+ * between fork() and exec() is its parent's copy, and is read as such.
+ *
  * Trust: every byte read from the process is treated as hostile.  A record
  * pointer into unmapped memory, a misaligned record, attrs_data_size past
  * the 612 bytes or an entry cut off by it are reported per thread, never a
@@ -150,7 +157,12 @@ enum otel_thread_ctx_inspect_error {
 	OTEL_THREAD_CTX_ENOENT = -2,
 	/* -ESRCH: no such process or thread. */
 	OTEL_THREAD_CTX_ESRCH = -3,
-	/* -EAGAIN: the process context changed during every attempt. */
+	/* -EAGAIN: the process changed under the read: the process context
+	 * changed during every attempt; or the process exec()ed, or loaded or
+	 * unloaded a module, while otel_thread_ctx_inspect_open() looked at it
+	 * (read again), or since the inspector was opened, for
+	 * otel_thread_ctx_inspect_thread() (open a new inspector).  Nothing of
+	 * what was read is returned. */
 	OTEL_THREAD_CTX_EAGAIN = -11,
 	/* -EFAULT: memory of the process that should hold something cannot
 	 * be read (a payload, a record, a TLS block). */
@@ -370,7 +382,11 @@ struct otel_thread_ctx_inspect_thread {
 	 * EFAULT: the record, or the slot of a module (its DTV entry, its
 	 *   TLS block), is not readable memory (see info->modules).
 	 * EFORMAT: the record pointer is not 2-aligned.
-	 * ESRCH: the thread exited before or while it was read.
+	 * ESRCH: the thread exited before or while it was read (or the
+	 *   process did).
+	 * EAGAIN: the process exec()ed since the inspector was opened, or
+	 *   something could not be read and its modules changed since:
+	 *   open a new inspector.
 	 * EPERM: not allowed to attach (or traced by another tracer).
 	 * ESYS: ptrace failed otherwise (errno in sys_errno).
 	 */
@@ -401,7 +417,10 @@ typedef struct otel_thread_ctx_inspector otel_thread_ctx_inspector;
  * EMODEL (a module defines it, but none is reached in a way this inspector
  * supports, or the process is of another architecture, or its C library
  * is unknown where the DTV is needed); EFAULT (a GOT entry or TLS
- * descriptor cannot be read); ENOMEM; ESYS.  *out is set only on success.
+ * descriptor cannot be read); EAGAIN (the process exec()ed, or loaded or
+ * unloaded a module, during the look: read again); ENOMEM; ESYS.  A
+ * process that exits during the look gives ESRCH.  *out is set only on
+ * success.
  */
 int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspector **out);
 

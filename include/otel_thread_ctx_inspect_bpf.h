@@ -127,7 +127,11 @@ enum otel_thread_ctx_bpf_status {
 	/* attrs_data_size > 612: the writer broke the format (header
 	 * copied, attributes not). */
 	OTEL_THREAD_CTX_BPF_OVERSIZED = 4,
-	/* The slot, the DTV or the record could not be read. */
+	/* The slot, the DTV or the record could not be read at that
+	 * instant: not mapped, or mapped but not present (never touched,
+	 * swapped out, migrating, a huge page being split or collapsed):
+	 * the context is unknown (otel_thread_ctx_reader.bpf.h, "UNREADABLE
+	 * samples", says what a profiler does with it). */
 	OTEL_THREAD_CTX_BPF_UNREADABLE = 5,
 	/* The record pointer is odd (records are 2-aligned). */
 	OTEL_THREAD_CTX_BPF_MISALIGNED = 6,

@@ -44,14 +44,31 @@
  *    and end near the end of a mapping.
  *
  * Memory of the process is read with bpf_probe_read_user(), which does not
- * fault pages in: a record on a page that is not resident (swapped out,
- * never touched) reads as UNREADABLE.  Nothing is trusted: every pointer and
- * size comes from the process, and each one is checked or bounded before it
- * is used.
+ * fault pages in.  Nothing is trusted: every pointer and size comes from
+ * the process, and each one is checked or bounded before it is used.
+ *
+ * UNREADABLE samples.  A read fails on a page that is mapped but not
+ * present in the page tables at that instant, as well as on memory that is
+ * not mapped: a page never touched or swapped out, a page being migrated,
+ * and a transparent huge page that the kernel is splitting or collapsing,
+ * whose page-table entry is not present while it does.  The last one is
+ * common: with transparent huge pages on ("always", Debian's default), a
+ * thread stack whose top falls in a huge page (glibc puts the TLS there)
+ * is split when the thread exits, by glibc's madvise(MADV_DONTNEED) of the
+ * stack below, and the samples of that thread taken during the split read
+ * nothing, with status UNREADABLE and record_address 0 (the slot) or not
+ * (the record).  So UNREADABLE means "the context could not be read at
+ * this instant", not "no context" and not a broken record.  A profiler
+ * should count such samples apart, attribute them to no trace or span
+ * (unknown), and not retry in BPF (the page will not appear there); a few
+ * in a profile are expected.  When every sample of a process is
+ * UNREADABLE, the description no longer fits it (a module unloaded, a
+ * process that exec()ed): describe it again.  The tests bound them in
+ * episodes per thread (tests/bpf/storm-check.c says why).
  *
  * Kernels: Linux 5.8 or later with BTF (/sys/kernel/btf/vmlinux):
  * bpf_probe_read_user() needs 5.5, the ring buffer of the sample tool 5.8.
- * Verified on Linux 6.18 (x86-64).
+ * Verified on Linux 6.18 (x86-64) and Debian 12's 6.1 (x86-64, aarch64).
  */
 #ifndef OTEL_THREAD_CTX_READER_BPF_H
 #define OTEL_THREAD_CTX_READER_BPF_H

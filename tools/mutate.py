@@ -486,6 +486,18 @@ MUTANTS = [
            "\t\tif (0 && strncmp(in, \"\\\\012\", 4) == 0) {\n", ["inspect-cli"],
            "a module path with a newline is reported as the kernel escapes it in maps "
            "(\\012), not as the file is named"),
+    # A process that exec()s or exits under the read (doc/inspector.md).
+    Mutant("exec-thread-unchecked", "process changing", INSPECT,
+           "\tnow = image_unchanged(insp, rc == OTEL_THREAD_CTX_EFAULT);\n",
+           "\tnow = OTEL_THREAD_CTX_OK;\n",
+           ["inspect-exec-while-read"], "a thread read after the process exec()ed is made "
+           "with the old image's description"),
+    Mutant("exec-open-unchecked", "process changing", INSPECT,
+           "\tnow = image_unchanged(insp, true);\n",
+           "\tnow = insp != NULL ? OTEL_THREAD_CTX_OK : OTEL_THREAD_CTX_OK;\n",
+           ["inspect-exec-while-read", "inspect-exit-while-read"],
+           "open() returns what its reads found when the process exec()ed or exited "
+           "meanwhile"),
     # The slot walk both readers run, and how the inspector reads a TLS
     # descriptor.
     Mutant("walk-unreadable-ignored", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",

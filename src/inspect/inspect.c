@@ -70,6 +70,13 @@ struct otel_thread_ctx_inspector {
 	struct otel_thread_ctx_inspect_process_snapshot *pctx;
 	/* The thread that attaches to the threads read (tracer_*() below). */
 	struct tracer *tracer;
+	/* The image open() described (image_mark()): where its AT_RANDOM
+	 * bytes are and what they were (mark_known: read); and the maps
+	 * signature when open() began (signature_known: taken). */
+	uint64_t mark_at;
+	unsigned char mark[16];
+	bool mark_known, signature_known;
+	uint64_t signature;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -107,6 +114,190 @@ static int read_error(int err)
 	int code = otel__remote_error(err);
 
 	return code == OTEL_THREAD_CTX_ESYS ? OTEL_THREAD_CTX_EFAULT : code;
+}
+
+/* --- The process changing under the reads ------------------------------ */
+
+/*
+ * What open() finds, and what each thread read reads, holds only for the
+ * image of the process open() looked at.  A process that exits takes its
+ * memory with it; one that exec()s gets new memory under the same id, so a
+ * read made from the old description, or a description made from a maps
+ * file of the old image and memory of the new, would be a mix of two
+ * processes; one that loads or unloads a module changes where things are.
+ * Those reads end in ESRCH (gone) or EAGAIN (changed: read again), never in
+ * what the mix happened to give.
+ *
+ * An image is told from the next by its AT_RANDOM bytes: the 16 random
+ * bytes the kernel writes on the new stack at every exec(), whose address
+ * /proc/PID/auxv gives.  Another program, the same one again, with or
+ * without address randomisation: new bytes.  Nothing of the C library or
+ * the program writes there.
+ */
+
+/* The AT_RANDOM entry of the auxiliary vector (elf.h). */
+#define OTEL__AT_RANDOM 25
+
+/* Reads the image's mark: 0, else a positive errno (no auxv: a kernel
+ * thread, a process that is exiting; no right to read it). */
+static int image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16])
+{
+	char path[64];
+	uint64_t av[128];
+	ssize_t n;
+	int fd, err = ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	n = read(fd, av, sizeof(av));
+	if (n < 0)
+		err = errno;
+	close(fd);
+	for (size_t i = 0; n > 0 && i + 1 < (size_t)n / sizeof(av[0]); i += 2)
+		if (av[i] == OTEL__AT_RANDOM) {
+			*at = av[i + 1];
+			return read_remote(pid, *at, bytes, 16);
+		}
+	return err;
+}
+
+/* Each mapping of a file from its start, by address, device and inode
+ * (FNV-1a): what the modules are.  Not the path, which gains " (deleted)"
+ * when the file is replaced on disk while the process keeps its memory. */
+static int sign_module_mapping(const struct otel__maps_entry *e, void *arg)
+{
+	uint64_t *h = arg, v[3] = { e->start, (uint64_t)e->dev_major << 32 | e->dev_minor, e->inode };
+	const unsigned char *p = (const unsigned char *)v;
+
+	if (e->offset != 0 || e->name[0] != '/')
+		return 0;
+	for (size_t i = 0; i < sizeof(v); i++) {
+		*h ^= p[i];
+		*h *= UINT64_C(0x100000001b3);
+	}
+	return 0;
+}
+
+static int modules_signature(pid_t pid, uint64_t *sig)
+{
+	*sig = UINT64_C(0xcbf29ce484222325);
+	return otel__remote_maps(pid, sign_module_mapping, sig);
+}
+
+/* Is task `tid` of `pid` exiting (PF_EXITING, in do_exit()) or a zombie,
+ * or gone? */
+static bool task_exiting(pid_t pid, const char *tid)
+{
+	char path[320], buf[2048], *p;
+	ssize_t n;
+	int fd;
+	unsigned long flags = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "tid (comm) S ppid ...": the state after the last ')', the flags
+	 * in field 9. */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ' || p[2] == '\0')
+		return false;
+	if (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x')
+		return true;
+	p += 3;
+	for (int field = 4; field <= 9 && p != NULL; field++) {
+		while (*p == ' ')
+			p++;
+		if (field == 9)
+			flags = strtoul(p, NULL, 10);
+		p = strchr(p, ' ');
+	}
+	/* PF_EXITING, the kernel's flag of a task in do_exit(). */
+	if ((flags & 0x4u) != 0)
+		return true;
+	/* Not yet: an exit_group() sends the other threads SIGKILL, which
+	 * they may not have acted on yet. */
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strstr(buf, "\nSigPnd:");
+	/* SIGKILL, 9: bit 8 of the mask, in hexadecimal. */
+	return p != NULL && (strtoull(p + 8, NULL, 16) & 0x100u) != 0;
+}
+
+/* Is the process gone: reaped, or every thread of it exiting or a zombie
+ * (its memory is gone or going)?  A leader that exited while other threads
+ * run is not. */
+static bool process_gone(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	bool gone = true;
+	DIR *dir;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return errno == ENOENT || errno == ESRCH;
+	while (gone && (de = readdir(dir)) != NULL)
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+			gone = task_exiting(pid, de->d_name);
+	closedir(dir);
+	return gone;
+}
+
+/*
+ * After reads of the process made by what open() found: OTEL_THREAD_CTX_OK
+ * while it is the image open() looked at; ESRCH when it is gone; EAGAIN
+ * when it exec()ed since (its mark changed or is not there any more), or,
+ * with `maps`, when the files it maps from their start changed (a module
+ * loaded or unloaded: modules_signature()).
+ */
+static int image_unchanged(const struct otel_thread_ctx_inspector *insp, bool maps)
+{
+	pid_t pid = insp->info.pid;
+	unsigned char now[16];
+	uint64_t sig;
+	int err;
+
+	if (insp->mark_known) {
+		/* ESRCH: no memory any more (exiting, a zombie); EFAULT: not
+		 * mapped in the image it has now. */
+		err = read_remote(pid, insp->mark_at, now, sizeof(now));
+		if (err != 0)
+			return otel__remote_error(err) == OTEL_THREAD_CTX_ESRCH || process_gone(pid) ?
+				       OTEL_THREAD_CTX_ESRCH :
+				       OTEL_THREAD_CTX_EAGAIN;
+		if (memcmp(now, insp->mark, sizeof(now)) != 0)
+			return OTEL_THREAD_CTX_EAGAIN;
+	}
+	if (!maps)
+		return OTEL_THREAD_CTX_OK;
+	if (process_gone(pid))
+		return OTEL_THREAD_CTX_ESRCH;
+	if (insp->signature_known) {
+		err = modules_signature(pid, &sig);
+		if (err == OTEL_THREAD_CTX_ESRCH || (err != 0 && process_gone(pid)))
+			return OTEL_THREAD_CTX_ESRCH;
+		if (err == 0 && sig != insp->signature)
+			return OTEL_THREAD_CTX_EAGAIN;
+	}
+	return OTEL_THREAD_CTX_OK;
 }
 
 /* --- Modules ------------------------------------------------------------ */
@@ -691,6 +882,22 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 	return err;
 }
 
+/*
+ * The outcome of open(), `err` as its reads found it, given what the
+ * process did meanwhile: ESRCH when it is gone, EAGAIN when it exec()ed or
+ * its modules changed (what was read may mix two images), else `err`.
+ * Errors of this side (ENOMEM) stand.
+ */
+static int settle(const struct otel_thread_ctx_inspector *insp, int err)
+{
+	int now;
+
+	if (err == OTEL_THREAD_CTX_ENOMEM || err == OTEL_THREAD_CTX_ESRCH)
+		return err;
+	now = image_unchanged(insp, true);
+	return now != OTEL_THREAD_CTX_OK ? now : err;
+}
+
 OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspector **out)
 {
 	struct otel_thread_ctx_inspector *insp;
@@ -703,22 +910,25 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 		return OTEL_THREAD_CTX_ESRCH;
 	if (kill(pid, 0) != 0 && errno == ESRCH)
 		return OTEL_THREAD_CTX_ESRCH;
+	insp = calloc(1, sizeof(*insp));
+	if (insp == NULL)
+		return OTEL_THREAD_CTX_ENOMEM;
+	insp->info.pid = pid;
+	/* The image and its modules as they are before anything is read
+	 * (image_unchanged() compares them at the end). */
+	insp->signature_known = modules_signature(pid, &insp->signature) == 0;
+	insp->mark_known = image_mark(pid, &insp->mark_at, insp->mark) == 0;
 	err = list_mappings(pid, &maps);
-	if (err != 0)
+	if (err != 0) {
+		free_inspector(insp);
 		return err;
+	}
 	if (maps.count == 0) {
 		/* No file mapped: gone, or a kernel thread (maps that may not
-		 * be read fail to open, above). */
-		free_mappings(&maps);
-		return kill(pid, 0) != 0 && errno == ESRCH ? OTEL_THREAD_CTX_ESRCH :
-							     OTEL_THREAD_CTX_ENOSLOT;
-	}
-	insp = calloc(1, sizeof(*insp));
-	if (insp == NULL) {
-		err = OTEL_THREAD_CTX_ENOMEM;
+		 * be read fail to open, above), or caught in an exec(). */
+		err = settle(insp, OTEL_THREAD_CTX_ENOSLOT);
 		goto done;
 	}
-	insp->info.pid = pid;
 	insp->info.libc = detect_libc(pid, &maps);
 	otel__inspect_dtv_layout(insp->info.libc, &insp->layout);
 	for (size_t g = 0, next; g < maps.count; g = next) {
@@ -727,13 +937,13 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 		     next++)
 			;
 		err = file_modules(insp, &maps, &maps.m[g], next - g, &defined, &model_err);
-		if (err != 0)
+		if (err != 0) {
+			err = settle(insp, err);
 			goto done;
+		}
 	}
 	if (insp->count == 0) {
-		err = !defined || model_err == 0 ? OTEL_THREAD_CTX_ENOSLOT : model_err;
-		if (err == OTEL_THREAD_CTX_ENOSLOT && kill(pid, 0) != 0 && errno == ESRCH)
-			err = OTEL_THREAD_CTX_ESRCH;
+		err = settle(insp, !defined || model_err == 0 ? OTEL_THREAD_CTX_ENOSLOT : model_err);
 		goto done;
 	}
 	/* In address order, as the header promises. */
@@ -753,6 +963,10 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	insp->info.module_count = insp->count;
 	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
+	/* All of it from one image with the same modules, or nothing. */
+	err = settle(insp, OTEL_THREAD_CTX_OK);
+	if (err != 0)
+		goto done;
 	*out = insp;
 	insp = NULL;
 	err = 0;
@@ -1023,8 +1237,8 @@ static int walk_error(int status)
  * whose slot holds a record is read; else EFAULT if some module's slot could
  * not be read, else ENOCTX.
  */
-static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
-			  struct otel_thread_ctx_inspect_thread *out)
+static int sample_walk(otel_thread_ctx_inspector *insp, pid_t tid,
+		       struct otel_thread_ctx_inspect_thread *out)
 {
 	pid_t pid = insp->info.pid;
 	int err = otel__inspect_thread_pointer(tid, &out->thread_pointer);
@@ -1055,6 +1269,32 @@ static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
 		seen = otel_thread_ctx_bpf_walk_fold(seen, rc);
 	}
 	return walk_error(otel_thread_ctx_bpf_walk_status(seen));
+}
+
+/*
+ * sample_walk(), checked against what the process did meanwhile: a read
+ * made by a description of another image, or of modules loaded or unloaded
+ * since (looked at only when something could not be read), is ESRCH (the
+ * process is gone) or EAGAIN (it changed: open a new inspector), with
+ * nothing of what was read kept.
+ */
+static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
+			  struct otel_thread_ctx_inspect_thread *out)
+{
+	int rc = sample_walk(insp, tid, out), now;
+
+	if (rc == OTEL_THREAD_CTX_ESRCH || rc == OTEL_THREAD_CTX_ESYS)
+		return rc;
+	now = image_unchanged(insp, rc == OTEL_THREAD_CTX_EFAULT);
+	if (now == OTEL_THREAD_CTX_OK)
+		return rc;
+	out->module = 0;
+	out->slot_address = 0;
+	out->record_address = 0;
+	out->attrs_data_size = 0;
+	out->anomalies = 0;
+	memset(&out->record, 0, sizeof(out->record));
+	return now;
 }
 
 /*

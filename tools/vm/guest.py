@@ -10,7 +10,10 @@ beside another.  Each test's outcome is written to TESTLOG.json as it ends,
 one JSON object per line in the format of Meson's testlog.json (name, result,
 returncode, duration, stdout, command, env), which tools/test-failures.py and
 tools/vm/run.py read.  Parallel tests run two at a time (the machine has two
-CPUs), the others alone.  With SAMPLER (otel-thread-ctx-sample), prints at
+CPUs), the others alone.  A test with "run" and "runs" is one of N runs of
+the same test in a row (OTEL_VM_REPEAT); with "stop_on_failure", the plan
+ends at the first run that does not pass, and each repeated test's count of
+passes in a row is printed ("vm: repeated NAME: ...").  With SAMPLER (otel-thread-ctx-sample), prints at
 the end what the verifier processed of its BPF programs.  Exit status: 0 when
 every test passed or skipped.
 """
@@ -57,7 +60,10 @@ def finish(run, log):
              "env": test["env"], "command": test["cmd"]}
     log.write(json.dumps(entry) + "\n")
     log.flush()
-    print(f"{test['index'] + 1:3}/{test['total']} {test['name']:<70} {result:<8}"
+    name = test["name"]
+    if "runs" in test:
+        name += f" (run {test['run']} of {test['runs']})"
+    print(f"{test['index'] + 1:3}/{test['total']} {name:<70} {result:<8}"
           f"{duration:7.2f}s", flush=True)
     if result not in ("OK", "SKIP"):
         for line in stdout.rstrip("\n").splitlines()[-40:]:
@@ -120,6 +126,9 @@ def main(argv):
     pending = [t for t in plan if t["is_parallel"]] + [t for t in plan if not t["is_parallel"]]
     counts = {}
     running = []
+    # Repeated tests: name -> [passes in a row, runs made, first result
+    # that was not OK].
+    repeated = {}
     with open(log_path, "w", encoding="utf-8") as log:
         while pending or running:
             while pending and (not running or (len(running) < 2 and pending[0]["is_parallel"]
@@ -138,6 +147,19 @@ def main(argv):
                 running.remove(run)
                 result = finish(run, log)
                 counts[result] = counts.get(result, 0) + 1
+                if "runs" in run["test"]:
+                    r = repeated.setdefault(run["test"]["name"], [0, 0, None])
+                    r[1] += 1
+                    if result == "OK" and r[2] is None:
+                        r[0] += 1
+                    elif r[2] is None:
+                        r[2] = result
+                if result != "OK" and run["test"].get("stop_on_failure"):
+                    pending.clear()
+    for name, (ok, made, first) in repeated.items():
+        runs = next(t["runs"] for t in plan if t["name"] == name)
+        print(f"vm: repeated {name}: {ok} of {runs} runs passed in a row" +
+              (f", then {first}" if first else ""), flush=True)
     print("vm: " + " ".join(f"{k}: {v}" for k, v in sorted(counts.items())) +
           f" ({uptime():.0f}s after boot)", flush=True)
     if len(argv) > 3:

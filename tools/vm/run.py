@@ -4,6 +4,9 @@
 
 Usage: tools/vm/run.py CONFIG.ini      (tools/configs/aarch64-vm.ini, x86_64-vm.ini)
        OTEL_VM_TESTS='NAME ...' tools/vm/run.py CONFIG.ini   (only those tests of its plan)
+       OTEL_VM_TESTS=NAME OTEL_VM_REPEAT=N tools/vm/run.py CONFIG.ini
+                                       (each of them N times in a row, in one boot,
+                                       up to the first run that does not pass)
 
 From the project's root, as root, after the build named in CONFIG.ini was
 built.  Downloads Debian's kernel and busybox-static for the configuration's
@@ -261,6 +264,13 @@ def plan_tests(cfg, build, work, guest_python):
                      "is_parallel": t["is_parallel"]})
     for name, why in left_out:
         log(f"left out {name}: {why}")
+    # OTEL_VM_REPEAT=N: each test N times in a row, alone, and the plan ends
+    # at the first run that does not pass (tools/run stress): one boot for
+    # all of them.
+    repeat = int(os.environ.get("OTEL_VM_REPEAT", "") or "1")
+    if repeat > 1:
+        plan = [dict(t, is_parallel=False, run=k + 1, runs=repeat, stop_on_failure=True)
+                for t in plan for k in range(repeat)]
     return plan
 
 

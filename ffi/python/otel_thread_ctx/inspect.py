@@ -333,7 +333,8 @@ class Inspector:
     it.  One thread at a time uses it (a lock sees to that).
 
     InspectError ESRCH, EPERM, ENOSLOT (no loaded module defines the slot),
-    EMODEL, EFAULT."""
+    EMODEL, EFAULT, EAGAIN (the process exec()ed or its modules changed
+    during the look: try again)."""
 
     pid: int
     libc: Union[Libc, int]

@@ -19,6 +19,32 @@ use std::process::{Child, Command, Stdio};
 
 const WORKERS: u8 = 4;
 
+/// Waits until process `pid` runs program `name` and sleeps in it: its
+/// exec is over.  spawn() may return before (the vfork parent is let go as
+/// the exec begins), while the child still shows this process's memory and
+/// libraries.  False if it ends first.
+fn exec_done(pid: i32, name: &str) -> bool {
+    loop {
+        let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) => s,
+            Err(_) => return false,
+        };
+        let (open, close) = match (stat.find('('), stat.rfind(')')) {
+            (Some(open), Some(close)) if open < close => (open, close),
+            _ => return false,
+        };
+        let comm = &stat[open + 1..close];
+        let state = stat[close + 1..].split_whitespace().next().unwrap_or("X");
+        if matches!(state, "Z" | "X" | "x") {
+            return false;
+        }
+        if comm == name && state == "S" {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+}
+
 fn no_ptrace() -> bool {
     match std::env::var("OTEL_TEST_NO_PTRACE") {
         Ok(reason) if !reason.is_empty() => {
@@ -197,6 +223,7 @@ fn inspect_errors() {
     }
     let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
     let pid = sleeper.id() as i32;
+    assert!(exec_done(pid, "sleep"), "sleep never ran");
     let e = Inspector::open(pid).unwrap_err();
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A process that exec()s or exits while the inspector reads it, again and
+ * again (doc/inspector.md, "A process that changes under the read"): each
+ * round forks a child that publishes a record on two threads and then,
+ * after a delay that differs from round to round, exec()s sleep (a program
+ * without the library) or exits; meanwhile the parent opens an inspector
+ * on it and reads its threads, over and over, until the child is gone or
+ * shows the new program.  Every outcome must be a documented one:
+ *
+ *   otel_thread_ctx_inspect_open():   OK (the image before the exec), ENOSLOT
+ *                                     (the new image), ESRCH (gone), EAGAIN
+ *                                     (it changed during the look)
+ *   otel_thread_ctx_inspect_thread(): OK with exactly the record the thread
+ *                                     published, ESRCH (the thread is gone),
+ *                                     EAGAIN (the process exec()ed since open)
+ *
+ * never EFAULT, a record of another image or anything else.
+ *
+ *   inspect-exec-check [--skip REASON] exec|exit [ROUNDS]
+ *
+ * ROUNDS: default 100, or OTEL_TEST_INSPECT_SAMPLES / 5.  Exits 77 with the
+ * reason given by --skip (qemu-user: no ptrace).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "otel_thread_ctx.h"
+#include "otel_thread_ctx_inspect.h"
+
+static const uint8_t trace_id[16] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+				      0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 0x01 };
+static const uint8_t span_id[8] = { 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08 };
+
+enum { OPEN_OK, OPEN_ENOSLOT, OPEN_ESRCH, OPEN_EAGAIN, READ_OK, READ_ESRCH, READ_EAGAIN, KINDS };
+static const char *const kind_names[KINDS] = { "open ok",   "open ENOSLOT", "open ESRCH",
+					       "open EAGAIN", "thread ok", "thread ESRCH",
+					       "thread EAGAIN" };
+static unsigned long counts[KINDS];
+static int failures;
+
+static void *publisher(void *arg)
+{
+	(void)arg;
+	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0)
+		_exit(3);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* The child: a record on two threads, then, after `spins` rounds of a
+ * loop, exec() or exit. */
+static void child(int ready, int exec_it, unsigned long spins)
+{
+	pthread_t t;
+	volatile unsigned long n = 0;
+
+	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0 ||
+	    pthread_create(&t, NULL, publisher, NULL) != 0)
+		_exit(3);
+	/* The other thread has published once it can be read: give it the
+	 * time a first publication takes, then say so. */
+	while (n < 100000)
+		n++;
+	if (write(ready, "r", 1) != 1)
+		_exit(4);
+	for (n = 0; n < spins; n++)
+		;
+	if (exec_it) {
+		execlp("sleep", "sleep", "0.3", (char *)NULL);
+		_exit(5);
+	}
+	_exit(0);
+}
+
+static void bad(const char *what, int rc)
+{
+	if (failures++ < 20)
+		fprintf(stderr, "inspect-exec-check: %s: %d (%s)\n", what, rc,
+			otel_thread_ctx_inspect_strerror(rc));
+}
+
+/* Is the child past its exec (sleeping in the new program), or exited? */
+static int settled(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return 1;
+	return p[2] == 'Z' || p[2] == 'X' || (strstr(buf, "(sleep)") != NULL && p[2] == 'S');
+}
+
+static void read_round(pid_t pid, int exec_it)
+{
+	int after = 0;
+
+	/* Until the child is past its exec (or gone), and a few looks after
+	 * that. */
+	for (int look = 0; look < 100000 && after < 3; look++) {
+		otel_thread_ctx_inspector *insp = NULL;
+		struct otel_thread_ctx_inspect_thread th[8];
+		size_t n = 0;
+		int rc;
+
+		if (settled(pid))
+			after++;
+		rc = otel_thread_ctx_inspect_open(pid, &insp);
+		switch (rc) {
+		case OTEL_THREAD_CTX_OK:
+			counts[OPEN_OK]++;
+			break;
+		case OTEL_THREAD_CTX_ENOSLOT:
+			counts[OPEN_ENOSLOT]++;
+			/* Only the new program has no library. */
+			if (!exec_it)
+				bad("open of a process that never exec()s: ENOSLOT", rc);
+			continue;
+		case OTEL_THREAD_CTX_ESRCH:
+			counts[OPEN_ESRCH]++;
+			continue;
+		case OTEL_THREAD_CTX_EAGAIN:
+			counts[OPEN_EAGAIN]++;
+			continue;
+		default:
+			bad("open", rc);
+			continue;
+		}
+		if (otel_thread_ctx_inspect_threads(insp, th, 8, &n) != 0)
+			n = 0; /* gone: ESRCH */
+		for (size_t i = 0; i < n && i < 8; i++) {
+			switch (th[i].status) {
+			case OTEL_THREAD_CTX_OK:
+				counts[READ_OK]++;
+				if (memcmp(th[i].record.trace_id, trace_id, 16) != 0 ||
+				    memcmp(th[i].record.span_id, span_id, 8) != 0 ||
+				    th[i].record.trace_flags != 1 || th[i].attrs_data_size != 0)
+					bad("a record that is not the one published", th[i].status);
+				break;
+			case OTEL_THREAD_CTX_ESRCH:
+				counts[READ_ESRCH]++;
+				break;
+			case OTEL_THREAD_CTX_EAGAIN:
+				counts[READ_EAGAIN]++;
+				break;
+			default:
+				bad("thread read", th[i].status);
+			}
+		}
+		otel_thread_ctx_inspect_close(insp);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int a = 1, exec_it, rounds = 100;
+	const char *env = getenv("OTEL_TEST_INSPECT_SAMPLES");
+
+	if (argc > 2 && strcmp(argv[1], "--skip") == 0) {
+		printf("skip: %s\n", argv[2]);
+		return 77;
+	}
+	if (a >= argc || (strcmp(argv[a], "exec") != 0 && strcmp(argv[a], "exit") != 0)) {
+		fprintf(stderr, "usage: inspect-exec-check [--skip REASON] exec|exit [ROUNDS]\n");
+		return 2;
+	}
+	exec_it = strcmp(argv[a], "exec") == 0;
+	if (env != NULL && atoi(env) >= 5)
+		rounds = atoi(env) / 5;
+	if (a + 1 < argc)
+		rounds = atoi(argv[a + 1]);
+	for (int r = 0; r < rounds; r++) {
+		int p[2], status;
+		char c;
+		pid_t pid;
+
+		if (pipe(p) != 0)
+			return 1;
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			close(p[0]);
+			/* From no delay to about a millisecond: the exec or exit
+			 * falls at another step of the reads each round. */
+			child(p[1], exec_it, (unsigned long)(r % 20) * 50000ul);
+		}
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1) {
+			fprintf(stderr, "inspect-exec-check: the child did not start\n");
+			return 1;
+		}
+		close(p[0]);
+		read_round(pid, exec_it);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	printf("%s, %d rounds:", exec_it ? "exec" : "exit", rounds);
+	for (int k = 0; k < KINDS; k++)
+		printf(" %s %lu%s", kind_names[k], counts[k], k + 1 < KINDS ? "," : "\n");
+	if (failures) {
+		fprintf(stderr, "inspect-exec-check: FAILED (%d outcomes that are not documented)\n",
+			failures);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
