@@ -4,6 +4,7 @@
 
 Usage: tools/select-tests.py BUILD [--memcheck] [--no-suite SUITE]...
                                    [--leave-out-vm CONFIG.ini]
+       tools/select-tests.py BUILD --artefacts
 
 For the configurations where a suite is too coarse (tools/run, "What each
 configuration runs"): the names go to `meson test -C BUILD NAME...`.
@@ -19,6 +20,14 @@ configuration runs"): the names go to `meson test -C BUILD NAME...`.
                        (tools/configs/aarch64-vm.ini) names in `also`: it
                        runs them in its kernel, so under qemu-user they would
                        only repeat it (or skip).
+
+  --artefacts          instead of tests, the files (relative to BUILD, for
+                       ninja) of every target not defined under tests/:
+                       the libraries, tools, examples, benchmark and the
+                       bindings' helpers.  A configuration that runs only
+                       some suites builds these, and `meson test` then
+                       builds what its tests need: the test programs of the
+                       other suites are built where those suites run.
 
 Exits 1, printing nothing, when no test is left: `meson test` given no name
 would run them all.
@@ -52,12 +61,28 @@ def dynamic_executable(path):
     return False
 
 
+def artefacts(build):
+    targets = json.loads(subprocess.run(["meson", "introspect", "--targets", build], check=True,
+                                        capture_output=True, text=True).stdout)
+    tests_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests")
+    tests_dir = os.path.realpath(tests_dir) + os.sep
+    files = [os.path.relpath(f, build) for t in targets
+             if not os.path.realpath(t["defined_in"]).startswith(tests_dir)
+             for f in t["filename"]]
+    if not files:
+        return 1
+    print("\n".join(files))
+    return 0
+
+
 def main(argv):
     args = argv[1:]
     if not args or args[0].startswith("-"):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     build = os.path.abspath(args.pop(0))
+    if args == ["--artefacts"]:
+        return artefacts(build)
     memcheck, no_suites, leave = False, set(), set()
     while args:
         opt = args.pop(0)
