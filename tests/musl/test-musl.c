@@ -3,8 +3,9 @@
  * The library on musl, without Check (which Debian builds against glibc
  * only): attach, update, detach, save, the fast paths and what a reader
  * sees after each; errors that change nothing; thread exit while
- * publishing (the slot NULL after the library's cleanup, also when a later
- * destructor publishes again, and no heap block left behind: only contexts
+ * publishing (the slot NULL after the library's cleanup, a later
+ * destructor's publication refused with ETHREAD, and no heap block or
+ * thread record left behind: only contexts
  * come from the heap, measured by the counting allocator); and the signal
  * storm of the Check suite (storm-run.h).  Built twice, against the shared
  * and the static library.
@@ -289,12 +290,13 @@ static void *publish_then_probe(void *arg)
 	return publish_and_exit(arg);
 }
 
-/* A destructor that runs after the library's cleanup publishes again: the
- * library must register again and clean that up too. */
+/* A destructor that runs after the library's cleanup tries to publish
+ * again: refused with ETHREAD (records taken then could stay behind), the
+ * slot left NULL. */
 static void late_publish(void *arg)
 {
 	(void)arg;
-	if (publish_new() != 0)
+	if (publish_new() != OTEL_THREAD_CTX_ETHREAD || otel_thread_ctx_v1 != NULL)
 		__atomic_fetch_add(&late_publish_failed, 1, __ATOMIC_RELAXED);
 }
 
@@ -354,6 +356,7 @@ static void test_thread_exit(void)
 	otel_thread_ctx *ctx = NULL;
 	pthread_t t[8];
 	long live;
+	unsigned int in_use0, in_use, limit;
 
 	CHECK(counting_malloc_mode() == COUNTING_MALLOC_BLOCKS, "the counting allocator is not in use");
 	watch_library();
@@ -390,13 +393,17 @@ static void test_thread_exit(void)
 	CHECK(slot_not_null == 0, "after the library's cleanup %lu threads still published a "
 	      "record", slot_not_null);
 
-	/* Publishing again during thread exit is cleaned up as well. */
+	/* Publishing again during thread exit is refused, and leaves nothing. */
 	CHECK(pthread_key_create(&late_key, late_publish) == 0, "pthread_key_create");
 	CHECK(pthread_key_create(&last_key, last_check) == 0, "pthread_key_create");
+	CHECK_OK(otel_thread_ctx_thread_records(&in_use0, &limit));
 	run_threads(publish_and_publish_late, n / 4);
 	contexts += 2 * (n / 4);
-	CHECK(late_publish_failed == 0, "%lu publications in a late destructor failed",
-	      late_publish_failed);
+	CHECK(late_publish_failed == 0, "%lu publications in a late destructor were not refused "
+	      "with ETHREAD", late_publish_failed);
+	CHECK_OK(otel_thread_ctx_thread_records(&in_use, &limit));
+	CHECK(in_use == in_use0, "%u thread records in use after the threads exited, %u before",
+	      in_use, in_use0);
 	CHECK(late_not_cleaned == 0, "%lu threads that published again during their exit still "
 	      "published after the library's next cleanup", late_not_cleaned);
 	live = counting_malloc_live();
@@ -416,9 +423,8 @@ static void test_thread_exit(void)
 	CHECK(otel_thread_ctx_v1 != NULL && counting_malloc_live() == 0,
 	      "destroy of a context a copy of which is published");
 	CHECK_OK(otel_thread_ctx_detach(NULL));
-	printf("thread-exit: slot NULL after the library's cleanup, also after a late "
-	       "publication; only contexts on the heap; a context outlives the threads that "
-	       "published it\n");
+	printf("thread-exit: slot NULL after the library's cleanup, a late publication refused; "
+	       "only contexts on the heap; a context outlives the threads that published it\n");
 }
 
 /* --- storm --- */
