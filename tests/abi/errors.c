@@ -57,6 +57,20 @@ static otel_thread_ctx *ctx_with(unsigned int capacity, int ids)
 	return c;
 }
 
+/* ThreadSanitizer's runtime (see where UNDER_TSAN is used). */
+#ifdef __SANITIZE_THREAD__
+#define UNDER_TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#ifndef UNDER_TSAN
+/* Not under TSan: its runtime calls pthread_setspecific() itself while it
+ * sets up a new thread, before its state for the thread exists, and an
+ * instrumented definition here faults then (a read at 0xd0).  There the
+ * program says ENESTED is not produced (check-errors.py: EXEMPT). */
 /* Inside a first publication: the handler's calls, each refused with
  * ENESTED after the arguments' own errors. */
 static int nesting;
@@ -117,6 +131,7 @@ static void *first_publication(void *arg)
 	CHECK(otel_thread_ctx_detach(NULL) == 0, "detach");
 	return NULL;
 }
+#endif
 
 int main(void)
 {
@@ -328,6 +343,9 @@ int main(void)
 	}
 
 	/* In a handler, inside a publishing call. */
+#ifdef UNDER_TSAN
+	printf("EXEMPT ENESTED under ThreadSanitizer\n");
+#else
 	{
 		pthread_t t;
 
@@ -338,6 +356,7 @@ int main(void)
 			      pthread_join(t, NULL) == 0,
 		      "the thread of the nested calls");
 	}
+#endif
 
 	otel_thread_ctx_destroy(c);
 	otel_thread_ctx_destroy(empty);

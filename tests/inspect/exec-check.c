@@ -13,7 +13,9 @@
  *                                     (it changed during the look)
  *   otel_thread_ctx_inspect_thread(): OK with exactly the record the thread
  *                                     published, ESRCH (the thread is gone),
- *                                     EAGAIN (the process exec()ed since open)
+ *                                     EAGAIN (the process exec()ed since open),
+ *                                     ENOCTX (exit only: the thread's exit
+ *                                     cleanup ran, its slot is NULL)
  *
  * never EFAULT, a record of another image or anything else.
  *
@@ -40,10 +42,11 @@ static const uint8_t trace_id[16] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 
 				      0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 0x01 };
 static const uint8_t span_id[8] = { 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08 };
 
-enum { OPEN_OK, OPEN_ENOSLOT, OPEN_ESRCH, OPEN_EAGAIN, READ_OK, READ_ESRCH, READ_EAGAIN, KINDS };
+enum { OPEN_OK, OPEN_ENOSLOT, OPEN_ESRCH, OPEN_EAGAIN, READ_OK, READ_ESRCH, READ_EAGAIN,
+       READ_ENOCTX, KINDS };
 static const char *const kind_names[KINDS] = { "open ok",   "open ENOSLOT", "open ESRCH",
 					       "open EAGAIN", "thread ok", "thread ESRCH",
-					       "thread EAGAIN" };
+					       "thread EAGAIN", "thread ENOCTX (exiting)" };
 static unsigned long counts[KINDS];
 static int failures;
 
@@ -160,6 +163,14 @@ static void read_round(pid_t pid, int exec_it)
 				break;
 			case OTEL_THREAD_CTX_EAGAIN:
 				counts[READ_EAGAIN]++;
+				break;
+			case OTEL_THREAD_CTX_ENOCTX:
+				/* A thread of an exiting process past the library's
+				 * exit cleanup: its slot is NULL (no exec() runs that
+				 * cleanup). */
+				counts[READ_ENOCTX]++;
+				if (exec_it)
+					bad("thread read of a process that exec()s: ENOCTX", th[i].status);
 				break;
 			default:
 				bad("thread read", th[i].status);
