@@ -77,6 +77,11 @@ struct otel_thread_ctx_inspector {
 	unsigned char mark[16];
 	bool mark_known, signature_known;
 	uint64_t signature;
+	/* The task through which open() reads the process's memory and
+	 * files: its pid, or a thread's when the leader has exited
+	 * (otel__remote_memory_task()).  A thread's record is read through
+	 * that thread. */
+	pid_t mem;
 };
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
@@ -266,9 +271,10 @@ static bool process_gone(pid_t pid)
  * while it is the image open() looked at; ESRCH when it is gone; EAGAIN
  * when it exec()ed since (its mark changed or is not there any more), or,
  * with `maps`, when the files it maps from their start changed (a module
- * loaded or unloaded: modules_signature()).
+ * loaded or unloaded: modules_signature()).  `via`: the task whose reads
+ * these were (insp->mem, or the thread read).
  */
-static int image_unchanged(const struct otel_thread_ctx_inspector *insp, bool maps)
+static int image_unchanged(const struct otel_thread_ctx_inspector *insp, pid_t via, bool maps)
 {
 	pid_t pid = insp->info.pid;
 	unsigned char now[16];
@@ -278,7 +284,7 @@ static int image_unchanged(const struct otel_thread_ctx_inspector *insp, bool ma
 	if (insp->mark_known) {
 		/* ESRCH: no memory any more (exiting, a zombie); EFAULT: not
 		 * mapped in the image it has now. */
-		err = read_remote(pid, insp->mark_at, now, sizeof(now));
+		err = read_remote(via, insp->mark_at, now, sizeof(now));
 		if (err != 0)
 			return otel__remote_error(err) == OTEL_THREAD_CTX_ESRCH || process_gone(pid) ?
 				       OTEL_THREAD_CTX_ESRCH :
@@ -291,7 +297,7 @@ static int image_unchanged(const struct otel_thread_ctx_inspector *insp, bool ma
 	if (process_gone(pid))
 		return OTEL_THREAD_CTX_ESRCH;
 	if (insp->signature_known) {
-		err = modules_signature(pid, &sig);
+		err = modules_signature(via, &sig);
 		if (err == OTEL_THREAD_CTX_ESRCH || (err != 0 && process_gone(pid)))
 			return OTEL_THREAD_CTX_ESRCH;
 		if (err == 0 && sig != insp->signature)
@@ -804,7 +810,7 @@ static int image_at(struct otel_thread_ctx_inspector *insp, const struct mapping
 	memset(&m, 0, sizeof(m));
 	m.base = bias;
 	m.st_value = sym->value;
-	rc = resolve_model(insp->info.pid, elf, info, insp->info.libc, &m, &gen);
+	rc = resolve_model(insp->mem, elf, info, insp->info.libc, &m, &gen);
 	if (rc == 0)
 		rc = otel__inspect_describe_module(&m, &insp->layout, &where);
 	if (rc != 0) {
@@ -824,7 +830,7 @@ static int image_at(struct otel_thread_ctx_inspector *insp, const struct mapping
 static int file_modules(struct otel_thread_ctx_inspector *insp, const struct mapping_list *l,
 			const struct mapping *f, size_t n, int *defined, int *model_err)
 {
-	pid_t pid = insp->info.pid;
+	pid_t pid = insp->mem;
 	struct otel__elf *elf = NULL;
 	struct otel__elf_info info;
 	struct otel__elf_sym sym;
@@ -894,7 +900,7 @@ static int settle(const struct otel_thread_ctx_inspector *insp, int err)
 
 	if (err == OTEL_THREAD_CTX_ENOMEM || err == OTEL_THREAD_CTX_ESRCH)
 		return err;
-	now = image_unchanged(insp, true);
+	now = image_unchanged(insp, insp->mem, true);
 	return now != OTEL_THREAD_CTX_OK ? now : err;
 }
 
@@ -914,22 +920,24 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	if (insp == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;
 	insp->info.pid = pid;
+	insp->mem = otel__remote_memory_task(pid);
 	/* The image and its modules as they are before anything is read
 	 * (image_unchanged() compares them at the end). */
-	insp->signature_known = modules_signature(pid, &insp->signature) == 0;
-	insp->mark_known = image_mark(pid, &insp->mark_at, insp->mark) == 0;
-	err = list_mappings(pid, &maps);
+	insp->signature_known = modules_signature(insp->mem, &insp->signature) == 0;
+	insp->mark_known = image_mark(insp->mem, &insp->mark_at, insp->mark) == 0;
+	err = list_mappings(insp->mem, &maps);
 	if (err != 0) {
 		free_inspector(insp);
 		return err;
 	}
 	if (maps.count == 0) {
-		/* No file mapped: gone, or a kernel thread (maps that may not
-		 * be read fail to open, above), or caught in an exec(). */
+		/* No file mapped: gone or exiting (no thread has memory), a
+		 * kernel thread (maps that may not be read fail to open,
+		 * above), or caught in an exec(). */
 		err = settle(insp, OTEL_THREAD_CTX_ENOSLOT);
 		goto done;
 	}
-	insp->info.libc = detect_libc(pid, &maps);
+	insp->info.libc = detect_libc(insp->mem, &maps);
 	otel__inspect_dtv_layout(insp->info.libc, &insp->layout);
 	for (size_t g = 0, next; g < maps.count; g = next) {
 		for (next = g + 1; next < maps.count && maps.m[next].dev == maps.m[g].dev &&
@@ -961,7 +969,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->info.modules = insp->modules;
 	insp->info.module_count = insp->count;
-	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
+	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(insp->mem, 0, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
 	/* All of it from one image with the same modules, or nothing. */
 	err = settle(insp, OTEL_THREAD_CTX_OK);
@@ -1240,7 +1248,6 @@ static int walk_error(int status)
 static int sample_walk(otel_thread_ctx_inspector *insp, pid_t tid,
 		       struct otel_thread_ctx_inspect_thread *out)
 {
-	pid_t pid = insp->info.pid;
 	int err = otel__inspect_thread_pointer(tid, &out->thread_pointer);
 	uint32_t seen = 0;
 	bool null_seen = false;
@@ -1251,14 +1258,16 @@ static int sample_walk(otel_thread_ctx_inspector *insp, pid_t tid,
 	}
 	for (size_t i = 0; i < insp->info.module_count; i++) {
 		uint64_t slot = 0, rec = 0;
-		int rc = otel_thread_ctx_bpf_walk_module((uint64_t)pid, &insp->layout, &insp->where[i],
+		/* Through the thread itself: the leader, or the task open()
+		 * read, may have exited while this thread runs. */
+		int rc = otel_thread_ctx_bpf_walk_module((uint64_t)tid, &insp->layout, &insp->where[i],
 							 out->thread_pointer, &slot, &rec);
 
 		if (rc == OTEL_THREAD_CTX_BPF_OK) {
 			out->module = (unsigned int)i;
 			out->slot_address = slot;
 			out->record_address = rec;
-			return read_record(pid, rec, out);
+			return read_record(tid, rec, out);
 		}
 		/* ENOCTX names the first module whose slot is NULL. */
 		if (rc == OTEL_THREAD_CTX_BPF_NO_CONTEXT && !null_seen) {
@@ -1285,7 +1294,7 @@ static int sample_stopped(otel_thread_ctx_inspector *insp, pid_t tid,
 
 	if (rc == OTEL_THREAD_CTX_ESRCH || rc == OTEL_THREAD_CTX_ESYS)
 		return rc;
-	now = image_unchanged(insp, rc == OTEL_THREAD_CTX_EFAULT);
+	now = image_unchanged(insp, tid, rc == OTEL_THREAD_CTX_EFAULT);
 	if (now == OTEL_THREAD_CTX_OK)
 		return rc;
 	out->module = 0;

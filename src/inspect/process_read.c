@@ -601,6 +601,8 @@ static bool resolve_target(pid_t *pid, bool *self)
 	*self = *pid == 0 || *pid == getpid();
 	if (*self)
 		*pid = getpid();
+	else
+		*pid = otel__remote_memory_task(*pid);
 	return true;
 }
 

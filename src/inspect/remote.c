@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Another process's memory and /proc maps (remote.h). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "inspect.h"
 #include "remote.h"
@@ -39,6 +42,50 @@ int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (got == (ssize_t)len)
 		return 0;
 	return got < 0 ? errno : EFAULT;
+}
+
+/* Does task `tid` (of process `pid`) have an address space: a size in
+ * its statm (a kernel thread's, or an exited one's, is 0)? */
+static int has_memory(pid_t pid, const char *tid)
+{
+	char path[64], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task/%s/statm", (long)pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoul(buf, NULL, 10) != 0;
+}
+
+pid_t otel__remote_memory_task(pid_t pid)
+{
+	char self[24], path[48];
+	struct dirent *de;
+	pid_t found = pid;
+	DIR *dir;
+
+	snprintf(self, sizeof(self), "%ld", (long)pid);
+	if (pid <= 0 || has_memory(pid, self))
+		return pid;
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return pid;
+	while ((de = readdir(dir)) != NULL) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || !has_memory(pid, de->d_name))
+			continue;
+		found = (pid_t)strtol(de->d_name, NULL, 10);
+		break;
+	}
+	closedir(dir);
+	return found;
 }
 
 static const char *hex(const char *p, uint64_t *out)

@@ -23,6 +23,19 @@ int otel__remote_error(int err);
  * Returns 0, or an errno (EFAULT for a short copy). */
 int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 
+/*
+ * The task through which the memory of process `pid` is reached: `pid`
+ * while its leader has an address space, else the first of its threads
+ * that has one.  A leader that called pthread_exit() while other threads
+ * run keeps its pid but has no memory: /proc/PID/maps reads empty and
+ * process_vm_readv(PID) fails with ESRCH, though the process runs (and in
+ * an exit_group(), the leader loses its memory before the other threads
+ * do).  Any thread's id reaches the process's one address space.  Returns
+ * `pid` when no thread has one (gone, exiting, a kernel thread): what is
+ * read through it then fails as it would have.
+ */
+pid_t otel__remote_memory_task(pid_t pid);
+
 /* One line of /proc/PID/maps. */
 struct otel__maps_entry {
 	uint64_t start, end;

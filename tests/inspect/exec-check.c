@@ -19,7 +19,15 @@
  *
  * never EFAULT, a record of another image or anything else.
  *
- *   inspect-exec-check [--skip REASON] exec|exit [ROUNDS]
+ * leader-exit: the child's main thread calls pthread_exit() while the other
+ * thread runs on.  Its pid has no memory any more (/proc/PID/maps reads
+ * empty, process_vm_readv(PID) fails), yet the process lives: open() must
+ * find its modules through the thread that runs (OK), read that thread's
+ * record (OK) and say the leader exited (ESRCH).  The same leader without
+ * memory is what an exit_group() shows for a moment, the other threads not
+ * yet marked exiting (the exit mode's rare ENOSLOT before this was kept).
+ *
+ *   inspect-exec-check [--skip REASON] exec|exit|leader-exit [ROUNDS]
  *
  * ROUNDS: default 100, or OTEL_TEST_INSPECT_SAMPLES / 5.  Exits 77 with the
  * reason given by --skip (qemu-user: no ptrace).
@@ -50,11 +58,16 @@ static const char *const kind_names[KINDS] = { "open ok",   "open ENOSLOT", "ope
 static unsigned long counts[KINDS];
 static int failures;
 
+/* leader-exit: the pipe on which the second thread says it published. */
+static int leader_ready = -1;
+
 static void *publisher(void *arg)
 {
 	(void)arg;
 	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0)
 		_exit(3);
+	if (leader_ready >= 0 && write(leader_ready, "r", 1) != 1)
+		_exit(4);
 	for (;;)
 		pause();
 	return NULL;
@@ -110,6 +123,106 @@ static int settled(pid_t pid)
 	if (p == NULL || p[1] != ' ')
 		return 1;
 	return p[2] == 'Z' || p[2] == 'X' || (strstr(buf, "(sleep)") != NULL && p[2] == 'S');
+}
+
+/* leader-exit: the child's main thread publishes, starts the second
+ * thread, which says when it has published, and ends itself. */
+static void leader_child(int ready)
+{
+	pthread_t t;
+
+	leader_ready = ready;
+	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0 ||
+	    pthread_create(&t, NULL, publisher, NULL) != 0)
+		_exit(3);
+	pthread_exit(NULL);
+}
+
+/* Has task `tid` of `pid` no memory any more (its statm all zero), or is
+ * it gone? */
+static int without_memory(pid_t pid, pid_t tid)
+{
+	char path[64];
+	unsigned long size = 1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/statm", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 1;
+	if (fscanf(f, "%lu", &size) != 1)
+		size = 0;
+	fclose(f);
+	return size == 0;
+}
+
+static int leader_round(void)
+{
+	otel_thread_ctx_inspector *insp = NULL;
+	struct otel_thread_ctx_inspect_thread th[4];
+	size_t n = 0;
+	int p[2], status, rc, seen_ok = 0, seen_leader = 0;
+	char c;
+	pid_t pid;
+
+	if (pipe(p) != 0 || (pid = fork()) < 0)
+		return 1;
+	if (pid == 0) {
+		close(p[0]);
+		leader_child(p[1]);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1) {
+		fprintf(stderr, "inspect-exec-check: the child did not start\n");
+		return 1;
+	}
+	close(p[0]);
+	/* The leader's pthread_exit() follows its pthread_create(): wait for
+	 * it to be without memory (10 s at most: a child that never gets
+	 * there is a failure of the test, said so). */
+	for (int i = 0; !without_memory(pid, pid); i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		if (i == 10000) {
+			fprintf(stderr, "inspect-exec-check: the leader of %d did not exit\n", (int)pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return 1;
+		}
+		nanosleep(&ms, NULL);
+	}
+	rc = otel_thread_ctx_inspect_open(pid, &insp);
+	if (rc != OTEL_THREAD_CTX_OK) {
+		bad("open of a process whose leader exited", rc);
+	} else {
+		if (otel_thread_ctx_inspect_info(insp)->pid != pid)
+			bad("open: info.pid is not the process's", 0);
+		rc = otel_thread_ctx_inspect_threads(insp, th, 4, &n);
+		if (rc != OTEL_THREAD_CTX_OK)
+			bad("threads of a process whose leader exited", rc);
+		for (size_t i = 0; rc == 0 && i < n && i < 4; i++) {
+			if (th[i].tid == pid) {
+				seen_leader = 1;
+				if (th[i].status != OTEL_THREAD_CTX_ESRCH)
+					bad("the exited leader's read", th[i].status);
+			} else if (th[i].status != OTEL_THREAD_CTX_OK) {
+				bad("the running thread's read", th[i].status);
+			} else if (memcmp(th[i].record.trace_id, trace_id, 16) != 0 ||
+				   memcmp(th[i].record.span_id, span_id, 8) != 0) {
+				bad("the running thread's record is not the one published", 0);
+			} else {
+				seen_ok = 1;
+			}
+		}
+		if (rc == 0 && n != 2)
+			bad("threads listed (not 2)", (int)n);
+		if (rc == 0 && (!seen_ok || !seen_leader))
+			bad("the two threads were not both read", 0);
+		otel_thread_ctx_inspect_close(insp);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return 0;
 }
 
 static void read_round(pid_t pid, int exec_it)
@@ -198,9 +311,23 @@ int main(int argc, char **argv)
 		       "thread pointer no outside reader sees\n");
 		return 77;
 	}
-	if (a >= argc || (strcmp(argv[a], "exec") != 0 && strcmp(argv[a], "exit") != 0)) {
-		fprintf(stderr, "usage: inspect-exec-check [--skip REASON] exec|exit [ROUNDS]\n");
+	if (a >= argc || (strcmp(argv[a], "exec") != 0 && strcmp(argv[a], "exit") != 0 &&
+			  strcmp(argv[a], "leader-exit") != 0)) {
+		fprintf(stderr, "usage: inspect-exec-check [--skip REASON] exec|exit|leader-exit [ROUNDS]\n");
 		return 2;
+	}
+	if (strcmp(argv[a], "leader-exit") == 0) {
+		rounds = a + 1 < argc ? atoi(argv[a + 1]) : 5;
+		for (int r = 0; r < rounds; r++)
+			if (leader_round() != 0)
+				return 1;
+		if (failures) {
+			fprintf(stderr, "inspect-exec-check: FAILED (%d reads of a process whose leader "
+				"exited)\n", failures);
+			return 1;
+		}
+		printf("leader-exit, %d rounds: ok\n", rounds);
+		return 0;
 	}
 	exec_it = strcmp(argv[a], "exec") == 0;
 	if (env != NULL && atoi(env) >= 5)
