@@ -594,6 +594,13 @@ def aot_arm64():
     if shutil.which("file"):
         subprocess.run(["file", exe])
     check_binary(exe)
+    if os.environ.get("OTEL_DOTNET_ARM64_RUN_IN_VM"):
+        # tools/run's aarch64-vm configuration runs it in an aarch64 kernel
+        # (dotnet-aot-arm64-read: the same self-check and DONE, and the
+        # inspector and the sampler reading it), after this run: under
+        # qemu-user it would only repeat that.
+        print(f"OK arm64: publish {dt:.1f} s; run and read in aarch64-vm (dotnet-aot-arm64-read)")
+        return
     qemu = shutil.which("qemu-aarch64")
     if qemu is None or not os.path.exists("/lib/ld-linux-aarch64.so.1"):
         skip(f"published ({dt:.1f} s) and accepted by the checker, but this machine cannot run it "

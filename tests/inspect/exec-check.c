@@ -66,8 +66,12 @@ static void *publisher(void *arg)
 	(void)arg;
 	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0)
 		_exit(3);
-	if (leader_ready >= 0 && write(leader_ready, "r", 1) != 1)
-		_exit(4);
+	if (leader_ready >= 0) {
+		pid_t self = gettid();
+
+		if (write(leader_ready, &self, sizeof(self)) != (ssize_t)sizeof(self))
+			_exit(4);
+	}
 	for (;;)
 		pause();
 	return NULL;
@@ -159,11 +163,10 @@ static int without_memory(pid_t pid, pid_t tid)
 static int leader_round(void)
 {
 	otel_thread_ctx_inspector *insp = NULL;
-	struct otel_thread_ctx_inspect_thread th[4];
+	struct otel_thread_ctx_inspect_thread th[16];
 	size_t n = 0;
 	int p[2], status, rc, seen_ok = 0, seen_leader = 0;
-	char c;
-	pid_t pid;
+	pid_t pid, runner;
 
 	if (pipe(p) != 0 || (pid = fork()) < 0)
 		return 1;
@@ -172,7 +175,7 @@ static int leader_round(void)
 		leader_child(p[1]);
 	}
 	close(p[1]);
-	if (read(p[0], &c, 1) != 1) {
+	if (read(p[0], &runner, sizeof(runner)) != (ssize_t)sizeof(runner)) {
 		fprintf(stderr, "inspect-exec-check: the child did not start\n");
 		return 1;
 	}
@@ -197,14 +200,19 @@ static int leader_round(void)
 	} else {
 		if (otel_thread_ctx_inspect_info(insp)->pid != pid)
 			bad("open: info.pid is not the process's", 0);
-		rc = otel_thread_ctx_inspect_threads(insp, th, 4, &n);
+		rc = otel_thread_ctx_inspect_threads(insp, th, 16, &n);
 		if (rc != OTEL_THREAD_CTX_OK)
 			bad("threads of a process whose leader exited", rc);
-		for (size_t i = 0; rc == 0 && i < n && i < 4; i++) {
+		/* A sanitizer's runtime may add threads of its own, which
+		 * publish nothing: only the leader and the runner are judged. */
+		for (size_t i = 0; rc == 0 && i < n && i < 16; i++) {
 			if (th[i].tid == pid) {
 				seen_leader = 1;
 				if (th[i].status != OTEL_THREAD_CTX_ESRCH)
 					bad("the exited leader's read", th[i].status);
+			} else if (th[i].tid != runner) {
+				if (th[i].status != OTEL_THREAD_CTX_ENOCTX)
+					bad("a thread of the runtime's read", th[i].status);
 			} else if (th[i].status != OTEL_THREAD_CTX_OK) {
 				bad("the running thread's read", th[i].status);
 			} else if (memcmp(th[i].record.trace_id, trace_id, 16) != 0 ||
@@ -214,8 +222,6 @@ static int leader_round(void)
 				seen_ok = 1;
 			}
 		}
-		if (rc == 0 && n != 2)
-			bad("threads listed (not 2)", (int)n);
 		if (rc == 0 && (!seen_ok || !seen_leader))
 			bad("the two threads were not both read", 0);
 		otel_thread_ctx_inspect_close(insp);
