@@ -3,6 +3,7 @@
 """Print the names of a build's tests that a configuration of tools/run runs.
 
 Usage: tools/select-tests.py BUILD [--memcheck] [--no-suite SUITE]...
+                                   [--no-test NAME]...
                                    [--leave-out-vm CONFIG.ini]
        tools/select-tests.py BUILD --artefacts
 
@@ -16,6 +17,7 @@ configuration runs"): the names go to `meson test -C BUILD NAME...`.
                        they are, and would only repeat the gcc configuration.
   --no-suite SUITE     leave out the tests of SUITE (as `meson test
                        --no-suite`).
+  --no-test NAME       leave out the test NAME.
   --leave-out-vm INI   leave out the tests that the VM configuration INI
                        (tools/configs/aarch64-vm.ini) names in `also`: it
                        runs them in its kernel, so under qemu-user they would
@@ -90,6 +92,8 @@ def main(argv):
             memcheck = True
         elif opt == "--no-suite" and args:
             no_suites.add(args.pop(0))
+        elif opt == "--no-test" and args:
+            leave.add(args.pop(0))
         elif opt == "--leave-out-vm" and args:
             ini = configparser.ConfigParser()
             if not ini.read(args.pop(0)):
