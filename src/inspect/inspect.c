@@ -969,7 +969,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->info.modules = insp->modules;
 	insp->info.module_count = insp->count;
-	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(insp->mem, 0, &insp->pctx);
+	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
 	/* All of it from one image with the same modules, or nothing. */
 	err = settle(insp, OTEL_THREAD_CTX_OK);
