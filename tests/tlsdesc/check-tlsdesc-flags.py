@@ -38,6 +38,11 @@ import tlsdesc_golden as tg  # noqa: E402
 # visibility); each set's flags come after and override these.
 BASE = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden"]
 
+# Each flag that changes how C code is compiled, alone; and, together with
+# the hostile ones, the flags that act only on where and how C defines data
+# and functions (sections, zero-initialised data, visibility, tentative
+# definitions), which the slot and the thread state, defined in src/slot.S,
+# are not: alone, each of these would repeat the set that has them all.
 FLAG_SETS = [
     [],
     ["-O0"],
@@ -49,10 +54,6 @@ FLAG_SETS = [
     ["-ftls-model=local-dynamic"],
     ["-ftls-model=initial-exec"],
     ["-ftls-model=local-exec"],
-    ["-fdata-sections", "-ffunction-sections"],
-    ["-fno-zero-initialized-in-bss"],
-    ["-fvisibility=default"],
-    ["-fcommon"],
     ["-g"],
     ["-O3", "-fno-pic", "-ftls-model=local-exec", "-fdata-sections", "-ffunction-sections",
      "-fno-zero-initialized-in-bss", "-fvisibility=default", "-fcommon"],
