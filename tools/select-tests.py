@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Print the names of a build's tests that a configuration of tools/run runs.
 
-Usage: tools/select-tests.py BUILD [--memcheck] [--no-suite SUITE]...
-                                   [--no-test NAME]...
+Usage: tools/select-tests.py BUILD [--memcheck] [--suite SUITE]...
+                                   [--no-suite SUITE]... [--no-test NAME]...
                                    [--leave-out-vm CONFIG.ini]
-       tools/select-tests.py BUILD --artefacts
+       tools/select-tests.py BUILD --artefacts [--suite SUITE]...
+                                   [--no-suite SUITE]... [--no-test NAME]...
 
 For the configurations where a suite is too coarse (tools/run, "What each
 configuration runs"): the names go to `meson test -C BUILD NAME...`.
@@ -15,6 +16,8 @@ configuration runs"): the names go to `meson test -C BUILD NAME...`.
                        of the build.  Under `meson test --setup valgrind` the
                        others (python3 scripts, gdb, compilers, sh) run as
                        they are, and would only repeat the gcc configuration.
+  --suite SUITE        only the tests of these suites (as `meson test
+                       --suite`).
   --no-suite SUITE     leave out the tests of SUITE (as `meson test
                        --no-suite`).
   --no-test NAME       leave out the test NAME.
@@ -26,10 +29,13 @@ configuration runs"): the names go to `meson test -C BUILD NAME...`.
   --artefacts          instead of tests, the files (relative to BUILD, for
                        ninja) of every target not defined under tests/:
                        the libraries, tools, examples, benchmark and the
-                       bindings' helpers.  A configuration that runs only
-                       some suites builds these, and `meson test` then
-                       builds what its tests need: the test programs of the
-                       other suites are built where those suites run.
+                       bindings' helpers; and those of the targets the
+                       tests that the other options select depend on (their
+                       programs).  A configuration that runs only some
+                       suites builds these: the test programs of the other
+                       suites are built where those suites run.  So the
+                       whole build is one step, which tools/run makes ahead,
+                       beside the tests of the configurations before it.
 
 Exits 1, printing nothing, when no test is left: `meson test` given no name
 would run them all.
@@ -63,13 +69,16 @@ def dynamic_executable(path):
     return False
 
 
-def artefacts(build):
+def artefacts(build, tests):
+    """The outputs of every target not defined under tests/, and of those
+    the selected `tests` depend on."""
     targets = json.loads(subprocess.run(["meson", "introspect", "--targets", build], check=True,
                                         capture_output=True, text=True).stdout)
     tests_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests")
     tests_dir = os.path.realpath(tests_dir) + os.sep
+    needed = {d for t in tests for d in t["depends"]}
     files = [os.path.relpath(f, build) for t in targets
-             if not os.path.realpath(t["defined_in"]).startswith(tests_dir)
+             if t["id"] in needed or not os.path.realpath(t["defined_in"]).startswith(tests_dir)
              for f in t["filename"]]
     if not files:
         return 1
@@ -83,13 +92,15 @@ def main(argv):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     build = os.path.abspath(args.pop(0))
-    if args == ["--artefacts"]:
-        return artefacts(build)
-    memcheck, no_suites, leave = False, set(), set()
+    memcheck, want_artefacts, suites_in, no_suites, leave = False, False, set(), set(), set()
     while args:
         opt = args.pop(0)
         if opt == "--memcheck":
             memcheck = True
+        elif opt == "--artefacts":
+            want_artefacts = True
+        elif opt == "--suite" and args:
+            suites_in.add(args.pop(0))
         elif opt == "--no-suite" and args:
             no_suites.add(args.pop(0))
         elif opt == "--no-test" and args:
@@ -105,20 +116,22 @@ def main(argv):
             return 2
     tests = json.loads(subprocess.run(["meson", "introspect", "--tests", build], check=True,
                                       capture_output=True, text=True).stdout)
-    names = []
+    chosen = []
     for t in tests:
         suites = {s.split(":", 1)[-1] for s in t["suite"]}
         # 'core+shared' is in the suites 'core' and 'shared' too.
         suites |= {p for s in list(suites) for p in s.split("+")}
-        if suites & no_suites or t["name"] in leave:
+        if suites & no_suites or t["name"] in leave or (suites_in and not suites & suites_in):
             continue
         if memcheck and not (t["cmd"][0].startswith(build + os.sep) and
                              dynamic_executable(t["cmd"][0])):
             continue
-        names.append(t["name"])
-    if not names:
+        chosen.append(t)
+    if want_artefacts:
+        return artefacts(build, chosen)
+    if not chosen:
         return 1
-    print("\n".join(names))
+    print("\n".join(t["name"] for t in chosen))
     return 0
 
 
