@@ -213,8 +213,10 @@ static const char *choose_schema(const otel_thread_ctx_config_data *config, int 
 /*
  * Checks that registering `map` in order gives every name its position as
  * index: the registry holds, below its count, exactly the map's first names,
- * and none of the map's later names.  Names the registry holds beyond the
- * map do not matter (they keep their own, higher indices).
+ * and none of the map's later names at another index than theirs (a thread
+ * publishing the same map may register them meanwhile, where they belong).
+ * Names the registry holds beyond the map do not matter (they keep their
+ * own, higher indices).
  */
 static const char *check_key_map(const char **map)
 {
@@ -241,7 +243,9 @@ static const char *check_key_map(const char **map)
 
 			if (name == NULL || strcmp(name, map[i]) != 0)
 				return KEY_MAP_CONFLICT;
-		} else if (otel_thread_ctx_key_find(map[i], &at) == OTEL_THREAD_CTX_OK) {
+		} else if (otel_thread_ctx_key_find(map[i], &at) == OTEL_THREAD_CTX_OK && at != i) {
+			/* (At i: another thread registered it since `have` was
+			 * read, where this map puts it.) */
 			return KEY_MAP_CONFLICT;
 		}
 	}
