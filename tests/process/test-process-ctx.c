@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "pctx.h"
@@ -420,7 +423,7 @@ END_TEST
 struct fork_report {
 	struct otel_thread_ctx_process_info info;
 	uint64_t published_at;
-	int mappings, dontfork, same_payload, key_map_ok;
+	int mappings, dontfork, same_payload, key_map_ok, read_rc;
 };
 
 static void child_report(int fd, const struct published_ctx *parent)
@@ -439,7 +442,8 @@ static void child_report(int fd, const struct published_ctx *parent)
 		vm_flags(r.info.mapping, flags, sizeof(flags));
 		r.dontfork = strstr(flags, " dc") != NULL;
 	}
-	if (otel_thread_ctx_inspect_process_read(0, 0, &s) == OTEL_THREAD_CTX_OK) {
+	r.read_rc = otel_thread_ctx_inspect_process_read(0, 0, &s);
+	if (r.read_rc == OTEL_THREAD_CTX_OK) {
 		r.same_payload = s->payload_size == parent->header.payload_size &&
 				 memcmp(s->payload, parent->payload, s->payload_size) == 0;
 		r.key_map_ok = key_map_is_registry(s);
@@ -462,14 +466,36 @@ static void child_report(int fd, const struct published_ctx *parent)
 		_exit(5);
 }
 
-static void fork_and_report(const struct published_ctx *parent, struct fork_report *r)
+/* How the child is made: fork() runs the fork handlers; _Fork() and the
+ * system call itself run none. */
+enum how_forked { LIBC_FORK, UNDERSCORE_FORK, RAW_FORK };
+
+static pid_t fork_how(enum how_forked how)
+{
+	switch (how) {
+	case UNDERSCORE_FORK:
+		return _Fork();
+	case RAW_FORK:
+#ifdef SYS_fork
+		return (pid_t)syscall(SYS_fork);
+#else
+		/* aarch64 has clone() only: fork() is clone(SIGCHLD). */
+		return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+#endif
+	default:
+		return fork();
+	}
+}
+
+static void fork_how_and_report(const struct published_ctx *parent, struct fork_report *r,
+				enum how_forked how)
 {
 	int fds[2], status;
 	pid_t pid;
 
 	ck_assert_int_eq(pipe(fds), 0);
 	fflush(NULL);
-	pid = fork();
+	pid = fork_how(how);
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		close(fds[0]);
@@ -481,6 +507,11 @@ static void fork_and_report(const struct published_ctx *parent, struct fork_repo
 	close(fds[0]);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+static void fork_and_report(const struct published_ctx *parent, struct fork_report *r)
+{
+	fork_how_and_report(parent, r, LIBC_FORK);
 }
 
 /* OTEP 4719: by default a child publishes nothing, so that it never shows
@@ -498,6 +529,48 @@ START_TEST(fork_drops_the_context_in_the_child)
 	/* The parent: untouched. */
 	snapshot_own(&after);
 	ck_assert(same_publication(&before, &after));
+	ck_assert_ok(otel_thread_ctx_process_unpublish());
+}
+END_TEST
+
+/* A child made without the fork handlers (_Fork(), the fork system call
+ * itself), whatever on_fork asks: the parent's mapping is not in it
+ * (MADV_DONTFORK), the library says nothing is published there, a reader
+ * of the child finds nothing, and what the child then does changes nothing
+ * of the parent's publication.  Where MADV_DONTFORK is not applied (qemu-user
+ * ignores it) the mapping is inherited, so only the library's own answer is
+ * checked there. */
+START_TEST(a_child_without_fork_handlers_has_nothing_of_the_parent)
+{
+	struct otel_thread_ctx_process_options o = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
+	static const enum how_forked hows[] = { UNDERSCORE_FORK, RAW_FORK };
+	static const int on_forks[] = { OTEL_THREAD_CTX_PROCESS_FORK_DROP,
+					 OTEL_THREAD_CTX_PROCESS_FORK_REPUBLISH };
+	int dontfork = dontfork_observable();
+	size_t n;
+	const struct otel_thread_ctx_process_attr *a = service_attrs(&n);
+
+	key("tag.fork.key");
+	for (size_t h = 0; h < sizeof(hows) / sizeof(hows[0]); h++) {
+		for (size_t f = 0; f < sizeof(on_forks) / sizeof(on_forks[0]); f++) {
+			struct fork_report r;
+
+			ck_assert_ok(otel_thread_ctx_process_unpublish());
+			o.on_fork = on_forks[f];
+			ck_assert_ok(otel_thread_ctx_process_publish_with(a, n, &o));
+			snapshot_own(&before);
+			fork_how_and_report(&before, &r, hows[h]);
+			ck_assert_msg(r.info.published == 0, "%s, on_fork %d: the child says it publishes",
+				      hows[h] == UNDERSCORE_FORK ? "_Fork()" : "the fork system call",
+				      on_forks[f]);
+			if (dontfork) {
+				ck_assert_int_eq(r.mappings, 0);
+				ck_assert_otel(r.read_rc, OTEL_THREAD_CTX_ENOENT);
+			}
+			snapshot_own(&after);
+			ck_assert(same_publication(&before, &after));
+		}
+	}
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
 }
 END_TEST
@@ -1123,6 +1196,8 @@ Suite *test_suite(void)
 		{ "unpublish_removes_the_mapping", unpublish_removes_the_mapping },
 		{ "fork_drops_the_context_in_the_child", fork_drops_the_context_in_the_child },
 		{ "fork_republishes_when_asked", fork_republishes_when_asked },
+		{ "a_child_without_fork_handlers_has_nothing_of_the_parent",
+		  a_child_without_fork_handlers_has_nothing_of_the_parent },
 		{ "schema_version_is_chosen_at_publish", schema_version_is_chosen_at_publish },
 		{ "process_attributes_are_published_and_kept",
 		  process_attributes_are_published_and_kept },
