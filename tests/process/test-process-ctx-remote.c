@@ -142,6 +142,60 @@ START_TEST(reads_another_process)
 }
 END_TEST
 
+/* A payload of exactly OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX bytes (the eBPF
+ * profiler's limit), one string filling it; reports its query() and the
+ * value's length. */
+static char max_value[OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX];
+
+static int max_payload_publisher(int report_fd, int cmd_fd)
+{
+	struct otel_thread_ctx_process_attr a = str_attr("fill", max_value);
+	struct otel_thread_ctx_process_info info;
+	size_t len = OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX / 2;
+
+	(void)cmd_fd;
+	memset(max_value, 'm', len);
+	CHECK_RC(otel_thread_ctx_process_publish(&a, 1), OTEL_THREAD_CTX_OK);
+	CHECK_RC(otel_thread_ctx_process_query(&info), OTEL_THREAD_CTX_OK);
+	/* Grow the value by what the payload lacks (its length's varint is 3
+	 * bytes at both sizes). */
+	len += OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX - info.payload_size;
+	memset(max_value, 'm', len);
+	max_value[len] = '\0';
+	CHECK_RC(otel_thread_ctx_process_update(&a, 1), OTEL_THREAD_CTX_OK);
+	CHECK_RC(otel_thread_ctx_process_query(&info), OTEL_THREAD_CTX_OK);
+	CHECK(info.payload_size == OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX);
+	CHECK(write(report_fd, &info, sizeof(info)) == (ssize_t)sizeof(info));
+	CHECK(write(report_fd, &len, sizeof(len)) == (ssize_t)sizeof(len));
+	return 0;
+}
+
+/* The largest payload a publisher may make is read back whole, from
+ * another process (the Python and Rust readers call this reader). */
+START_TEST(reads_a_payload_of_the_maximum_size)
+{
+	struct otel_thread_ctx_inspect_process_snapshot *s = NULL;
+	struct otel_thread_ctx_process_info info;
+	const struct otel_thread_ctx_process_attr *fill;
+	size_t len;
+	struct child c;
+
+	start_child(&c, max_payload_publisher);
+	expect(&c, &info, sizeof(info));
+	expect(&c, &len, sizeof(len));
+	ck_assert_uint_eq(info.payload_size, OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX);
+	ck_assert_ok(otel_thread_ctx_inspect_process_read(c.pid, 0, &s));
+	ck_assert_uint_eq(s->payload_size, OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX);
+	ck_assert_uint_eq(s->payload_address, (uintptr_t)info.payload);
+	fill = resource_attr(s, "fill");
+	ck_assert_ptr_nonnull(fill);
+	ck_assert_uint_eq(strlen(fill->string), len);
+	ck_assert_uint_eq(strspn(fill->string, "m"), len);
+	otel_thread_ctx_inspect_process_snapshot_free(s);
+	finish_child(&c);
+}
+END_TEST
+
 START_TEST(the_parent_reads_its_forked_child)
 {
 	struct otel_thread_ctx_inspect_process_snapshot *s = NULL, *mine = NULL;
@@ -661,6 +715,7 @@ Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
 		{ "reads_another_process", reads_another_process },
+		{ "reads_a_payload_of_the_maximum_size", reads_a_payload_of_the_maximum_size },
 		{ "the_parent_reads_its_forked_child", the_parent_reads_its_forked_child },
 		{ "a_reader_never_accepts_a_torn_payload", a_reader_never_accepts_a_torn_payload },
 		{ "hostile_mappings_give_clear_errors", hostile_mappings_give_clear_errors },
