@@ -1118,6 +1118,26 @@ class Process(unittest.TestCase):
         self.assertIsInstance(ctx.resource["sampled"], bool)
         self.assertEqual(len(ctx.payload), info.payload_size)
 
+    def test_a_payload_of_the_maximum_size_reads_back(self):
+        # 65,536 bytes, the eBPF profiler's limit: published, read back and
+        # decoded whole; one byte more is refused and changes nothing.
+        from otel_thread_ctx import _lib  # pylint: disable=import-outside-toplevel
+        n = 32768
+        otc.process.publish({"fill": "m" * n})
+        n += _lib.PROCESS_PAYLOAD_MAX - otc.process.query().payload_size
+        otc.process.update({"fill": "m" * n})
+        info = otc.process.query()
+        self.assertEqual(info.payload_size, _lib.PROCESS_PAYLOAD_MAX)
+        ctx = read_own_process()
+        self.assertEqual(len(ctx.payload), _lib.PROCESS_PAYLOAD_MAX)
+        self.assertEqual(ctx.resource["fill"], "m" * n)
+        from otel_thread_ctx import inspect  # pylint: disable=import-outside-toplevel
+        self.assertEqual(inspect.decode_process(ctx.payload).resource["fill"], "m" * n)
+        with self.assertRaises(ThreadCtxError) as cm:
+            otc.process.update({"fill": "m" * (n + 1)})
+        self.assertEqual(cm.exception.code, Error.E2BIG)
+        self.assertEqual(read_own_process().payload, ctx.payload)
+
     def test_update_and_unpublish(self):
         otc.process.publish([("service.name", "a")])
         before = otc.process.query()
