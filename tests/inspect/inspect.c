@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -697,6 +698,85 @@ static void run_errors(char **argv)
 	printf("ESRCH, ENOSLOT, ENULL as documented; the target kept running\n");
 }
 
+/*
+ * Signals sent to a thread while it is read are all delivered: a thread of
+ * this program queues real-time signals (they queue, where two standard
+ * ones of a kind would merge) to the first publishing thread of the target,
+ * one every few microseconds, while this one reads that thread again and
+ * again.  A read often finds a signal pending: the thread's first stop is
+ * then that signal's, which the detach must hand back, or it is lost.  The
+ * target counts what its handler ran.
+ */
+struct signal_sender {
+	pid_t pid, tid;
+	int done; /* atomic */
+	unsigned long sent;
+	int error;
+};
+
+static void *send_signals(void *arg)
+{
+	struct signal_sender *s = arg;
+
+	while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
+		if (syscall(SYS_tgkill, s->pid, s->tid, SIGRTMIN) == 0)
+			s->sent++;
+		else if (errno != EAGAIN) /* the queue is full: send later */
+			s->error = errno;
+		usleep(20);
+	}
+	return NULL;
+}
+
+static void run_signals(char **argv, const char *model)
+{
+	unsigned long rounds = env_count("OTEL_TEST_INSPECT_SAMPLES", 5000) / 2, got = 0;
+	struct otel_thread_ctx_inspect_thread th;
+	struct signal_sender sender = { 0 };
+	otel_thread_ctx_inspector *insp;
+	pthread_t sending;
+	struct target t;
+	char line[64];
+	size_t len = 0;
+	int status;
+
+	start_target(&t, argv, "signals");
+	CHECK(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
+	insp = open_checked(&t, model);
+	sender.pid = t.pid;
+	sender.tid = t.tid[0];
+	CHECK(pthread_create(&sending, NULL, send_signals, &sender) == 0, "pthread_create");
+	for (unsigned long r = 0; r < rounds; r++) {
+		int rc = otel_thread_ctx_inspect_thread(insp, t.tid[0], &th);
+
+		CHECK(rc == 0, "round %lu: %s", r, otel_thread_ctx_strerror(rc));
+		check_record(&th, 0);
+	}
+	__atomic_store_n(&sender.done, 1, __ATOMIC_RELEASE);
+	CHECK(pthread_join(sending, NULL) == 0, "pthread_join");
+	CHECK(sender.error == 0, "tgkill: %s", strerror(sender.error));
+	otel_thread_ctx_inspect_close(insp);
+	close(t.in);
+	while (len < sizeof(line) - 1) {
+		ssize_t n = read(t.out, line + len, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1 || line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = '\0';
+	CHECK(sscanf(line, "signals %lu", &got) == 1, "the target said \"%s\"", line);
+	CHECK(waitpid(t.pid, &status, 0) == t.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the target did not end well (status 0x%x)", status);
+	close(t.out);
+	CHECK(sender.sent > 0 && got == sender.sent,
+	      "%lu signals sent while the thread was read %lu times, %lu handled", sender.sent, rounds,
+	      got);
+	printf("%lu signals sent to a thread read %lu times: all handled\n", sender.sent, rounds);
+}
+
 /* A module that defines the slot but never reaches it: no relocation says
  * where it is, so the inspector must refuse it (EMODEL), harmlessly. */
 static void run_unsupported(char **argv)
@@ -737,6 +817,8 @@ int main(int argc, char **argv)
 		run_reaper(argv + 3);
 	else if (strcmp(mode, "vfork") == 0)
 		run_vfork(argv + 3);
+	else if (strcmp(mode, "signals") == 0)
+		run_signals(argv + 3, model);
 	else if (strcmp(mode, "errors") == 0)
 		run_errors(argv + 3);
 	else if (strcmp(mode, "unsupported") == 0)

@@ -23,6 +23,9 @@
  *   names    one thread named NAMES_THREAD publishing a record whose one
  *            attribute has the key NAMES_KEY (cli.py mirrors both): names
  *            that would drive a terminal if printed raw
+ *   signals  as values, and every signal SIGRTMIN that reaches a thread is
+ *            counted; once its stdin closed and the threads went on, it
+ *            prints "signals N" before it exits
  *   vfork    one thread (publishing nothing) that spends VFORK_CHILD_NS of
  *            every round in vfork(), waiting for a child that sleeps (state
  *            D: a thread that cannot stop for a while), then 100 ms running
@@ -108,6 +111,13 @@ static int nthreads;
 static pthread_barrier_t ready;
 static int stopping; /* atomic */
 static const char *mode;
+static unsigned long signals_received; /* atomic */
+
+static void count_signal(int sig)
+{
+	(void)sig;
+	__atomic_fetch_add(&signals_received, 1, __ATOMIC_RELAXED);
+}
 
 static void die(const char *what)
 {
@@ -421,6 +431,7 @@ int main(int argc, char **argv)
 {
 	const char *lib = NULL;
 	unsigned long before[EXPECTED_MAX_THREADS];
+	int signals_mode = 0;
 	void *(*fn)(void *) = worker;
 	char buf[64];
 
@@ -430,7 +441,7 @@ int main(int argc, char **argv)
 	} else if (argc == 2) {
 		mode = argv[1];
 	} else {
-		die("usage: target [--lib PATH] values|manual|storm|hostile|churn|names|vfork");
+		die("usage: target [--lib PATH] values|manual|storm|hostile|churn|names|signals|vfork");
 	}
 	setup_api(lib);
 	if (strcmp(mode, "names") == 0) {
@@ -446,6 +457,18 @@ int main(int argc, char **argv)
 				die("key registration failed");
 		if (api.publish(NULL, 0) != 0)
 			die("process context publication failed");
+	}
+	if (strcmp(mode, "signals") == 0) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = count_signal;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGRTMIN, &sa, NULL) != 0)
+			die("sigaction");
+		mode = "values";
+		signals_mode = 1;
 	}
 	if (strcmp(mode, "values") == 0 || strcmp(mode, "manual") == 0) {
 		nthreads = EXPECTED_THREADS;
@@ -489,5 +512,12 @@ int main(int argc, char **argv)
 	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(threads[i].t, NULL);
+	/* Every signal sent before stdin closed was pending when the threads
+	 * went on, and a thread runs its pending handlers before its own
+	 * code: the count is final. */
+	if (signals_mode) {
+		printf("signals %lu\n", __atomic_load_n(&signals_received, __ATOMIC_RELAXED));
+		fflush(stdout);
+	}
 	return 0;
 }
