@@ -234,3 +234,75 @@ fn inspect_errors() {
     assert_eq!(Inspector::open(gone).unwrap_err(), Error::ESRCH);
     assert_eq!(read_process(gone).unwrap_err(), Error::ESRCH);
 }
+
+/// Records no careful writer publishes (tests/inspect/expected.h, the
+/// "hostile" mode of the C inspector tests' target, which meson test names
+/// in OTEL_TEST_HOSTILE_TARGET): each thread's reading says what is wrong
+/// with its record, through this crate's types, and none fails the others.
+#[test]
+fn inspect_hostile_records() {
+    use otel_thread_ctx::sys::inspect::{
+        OTEL_THREAD_CTX_INSPECT_HALF_IDS, OTEL_THREAD_CTX_INSPECT_OVERSIZED,
+        OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY,
+    };
+    if no_ptrace() {
+        return;
+    }
+    let target = std::env::var("OTEL_TEST_HOSTILE_TARGET")
+        .expect("OTEL_TEST_HOSTILE_TARGET: the C tests' inspect-target-shared (meson test sets it)");
+    let mut child = Command::new(&target)
+        .arg("hostile")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{target}: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    // "ready TID:SLOT ..." in the order of expected.h's HOSTILE_* kinds.
+    let tids: Vec<i32> = line
+        .trim_end()
+        .strip_prefix("ready")
+        .unwrap_or_else(|| panic!("the target said {line:?}"))
+        .split_whitespace()
+        .map(|w| w.split(':').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(tids.len(), 7, "{line}");
+    let mut insp = Inspector::open(child.id() as i32).unwrap();
+    let [oversized, truncated, duplicate, invalid, unmapped, misaligned, half_ids] =
+        [0, 1, 2, 3, 4, 5, 6].map(|i| insp.thread(tids[i]));
+    drop(insp);
+
+    assert_eq!(oversized.status, Ok(()), "{oversized:?}");
+    assert_ne!(oversized.anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED, 0);
+    assert_eq!(oversized.attrs_data_size, 2000);
+    // (Record::attr looks keys up in this process's registry: the target's
+    // key map is Thread::attrs'.)
+    let attr = |t: &otel_thread_ctx::inspect::Thread, key: u32| {
+        t.attrs().filter(|(k, _)| *k == key).map(|(_, v)| v.to_vec()).last()
+    };
+    assert_eq!(attr(&oversized, 1), Some(vec![b'y'; 253]));
+    assert_eq!(attr(&oversized, 2), Some(vec![b'z'; 200]));
+
+    assert_eq!(truncated.status, Ok(()), "{truncated:?}");
+    assert_eq!(truncated.anomalies, OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY);
+    assert_eq!(truncated.attrs().collect::<Vec<_>>(), vec![(1, &b"abc"[..])]);
+
+    assert_eq!(duplicate.status, Ok(()), "{duplicate:?}");
+    assert_eq!(duplicate.anomalies, 0);
+    assert_eq!(attr(&duplicate, 1), Some(b"last".to_vec()), "the last entry wins");
+    assert_eq!(attr(&duplicate, 0), Some(b"k".to_vec()));
+
+    assert_eq!(invalid.status, Err(Error::EINVALID));
+    assert!(invalid.record().is_err() && invalid.attrs().next().is_none());
+    assert_eq!(unmapped.status, Err(Error::EFAULT));
+    assert_ne!(unmapped.record_address, 0);
+    assert_eq!(misaligned.status, Err(Error::EFORMAT));
+    assert_eq!(misaligned.record_address % 2, 1);
+
+    assert_eq!(half_ids.status, Ok(()), "{half_ids:?}");
+    assert_eq!(half_ids.anomalies, OTEL_THREAD_CTX_INSPECT_HALF_IDS);
+
+    // The target runs on: it exits 0 only if every thread kept going.
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success(), "the target did not end well after the reading");
+}
