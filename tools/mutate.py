@@ -511,6 +511,35 @@ MUTANTS = [
            ["inspect-values-far-tls-startup"], "a TLSDESC argument is told static from "
            "dynamic by its size, not by the resolver: a static offset beyond 1 MiB is "
            "taken for a pointer"),
+    Mutant("walk-dtv-last-entry", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
+           "\tif (id == 0 || id > count)\n", "\tif (id == 0 || id >= count)\n",
+           ["inspect-dtv-walk"], "the DTV's last entry (module id == its count) is taken for "
+           "one past it: the newest module of glibc's and musl's DTVs reads as no TLS"),
+    Mutant("walk-dtv-past-count", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
+           "\tif (id == 0 || id > count)\n", "\tif (id == 0 || id > count + 1)\n",
+           ["inspect-dtv-walk"], "the entry one past the DTV's count is read: a thread "
+           "whose DTV predates the module reads whatever lies there"),
+    Mutant("walk-dtv-musl-count", "slot walk", "src/inspect/inspect_bpf.c",
+           "\t{ OTEL_THREAD_CTX_INSPECT_LIBC_MUSL, 8, 0, 8 },\n",
+           "\t{ OTEL_THREAD_CTX_INSPECT_LIBC_MUSL, 8, 8, 8 },\n",
+           ["inspect-dtv-walk"], "musl's DTV count is read from entry 1 (module 1's block "
+           "address), not entry 0"),
+    # Signals and children.
+    Mutant("detach-drops-signal", "ptrace hygiene", INSPECT,
+           "\tif (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend) != 0) {\n",
+           "\tif (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)0) != 0) {\n",
+           ["inspect-signals"], "a signal pending when the thread was stopped (its stop came "
+           "first) is not handed back at the detach: the target never handles it"),
+    Mutant("process-read-max-refused", "process context", "src/inspect/process_read.c",
+           "h->payload_size <= OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX &&",
+           "h->payload_size < OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX &&",
+           ["process-ctx-remote-shared"], "a payload of exactly 65,536 bytes, which a "
+           "publisher may make, is refused by the reader"),
+    Mutant("process-dontfork-off", "process context", PC,
+           "\tif (madvise(p, size, MADV_DONTFORK) != 0) {\n",
+           "\tif (0 && madvise(p, size, MADV_DONTFORK) != 0) {\n",
+           ["process-ctx-shared"], "the mapping is inherited by a child made without fork "
+           "handlers (_Fork(), the fork system call): the child shows the parent's context"),
 ]
 
 CONFIGS = {

@@ -755,6 +755,9 @@ START_TEST(process_attributes_are_published_and_kept)
 			struct otel_thread_ctx_process_options bo = OTEL_THREAD_CTX_PROCESS_OPTIONS_INIT;
 			struct otel_thread_ctx_process_attr big = str_attr("other.half", huge);
 
+			/* Refused, they ask for the other schema too: it must not
+			 * stay behind for a later publication (below). */
+			bo.schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1;
 			bo.attributes = cases[i].null_array ? NULL : cases[i].attrs;
 			bo.attribute_count = cases[i].count;
 			ck_assert_msg(otel_thread_ctx_process_update_with(&big, 1, &bo) == cases[i].expect,
@@ -765,6 +768,12 @@ START_TEST(process_attributes_are_published_and_kept)
 			snapshot_own(&after);
 			ck_assert_msg(same_publication(&before, &after), "case %zu changed it", i);
 		}
+		/* A key registered now republishes with the schema published. */
+		key("tag.after.refusals");
+		s = read_self();
+		ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
+		otel_thread_ctx_inspect_process_snapshot_free(s);
+		snapshot_own(&before);
 	}
 	/* A caller built before `attributes` existed: whatever lies past its
 	 * size is not read (here, an attribute the library would refuse), and
