@@ -535,6 +535,11 @@ MUTANTS = [
            "h->payload_size < OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX &&",
            ["process-ctx-remote-shared"], "a payload of exactly 65,536 bytes, which a "
            "publisher may make, is refused by the reader"),
+    Mutant("process-refused-keeps-schema", "process context", PC,
+           "\tif (err) {\n\t\tschema = old_schema;\n\t\tgoto unlock;\n",
+           "\tif (err) {\n\t\t(void)old_schema;\n\t\tgoto unlock;\n",
+           ["process-ctx-shared"], "a refused publication that asked for the other schema "
+           "leaves it behind: the next republication (a new key) changes the schema"),
     Mutant("process-dontfork-off", "process context", PC,
            "\tif (madvise(p, size, MADV_DONTFORK) != 0) {\n",
            "\tif (0 && madvise(p, size, MADV_DONTFORK) != 0) {\n",
@@ -568,8 +573,12 @@ def copy_tree(dest):
         dst = os.path.join(dest, name)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         # Unchanged files keep their times: ninja rebuilds only what moved.
+        # A changed one gets the time of the copy, not the source's: a
+        # source edited before the last build in DIR is older than what
+        # that build made from the copy it replaces.
         if not os.path.exists(dst) or open(src, "rb").read() != open(dst, "rb").read():
-            shutil.copy2(src, dst)
+            shutil.copyfile(src, dst)
+            shutil.copymode(src, dst)
 
 
 def apply(src_dir, m):
