@@ -425,15 +425,17 @@ MUTANTS = [
            "end of its message into the bytes after it"),
     # The inspector finds modules as the loader placed them.
     Mutant("modules-first-offset-0", "module discovery", INSPECT,
-           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
-           "\t\tif (f[i].offset != 0)\n\t\t\tcontinue;\n"
-           "\t\tif (!loaded_image(l, elf, f, n, i, &bias))\n\t\t\tbreak;\n",
+           "\tfor (size_t i = 0; i < n && err == 0; i++)\n\t\tif (f[i].offset == 0)\n\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n",
+           "\tfor (size_t i = 0; i < n && err == 0; i++)\n\t\tif (f[i].offset == 0) {\n"
+           "\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n"
+           "\t\t\tbreak;\n\t\t}\n",
            ["inspect-modules-selfmap"], "a module's file is looked at from its lowest mapping "
            "of offset 0 only (a symbolizer's own mapping of it hides the library)"),
     Mutant("modules-one-per-file", "module discovery", INSPECT,
-           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n",
-           "\t\tif (f[i].offset != 0 || !loaded_image(l, elf, f, n, i, &bias))\n\t\t\tcontinue;\n"
-           "\t\tn = i + 1;\n",
+           "\tfor (size_t i = 0; i < n && err == 0; i++)\n\t\tif (f[i].offset == 0)\n\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n",
+           "\tsize_t found = insp->count;\n"
+           "\tfor (size_t i = 0; i < n && err == 0 && insp->count == found; i++)\n\t\tif (f[i].offset == 0)\n"
+           "\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n",
            ["inspect-modules-dlmopen"], "one module per file: a second copy of the library "
            "(dlmopen(), another namespace) is not read"),
     Mutant("modules-no-anon-text", "module discovery", INSPECT,
@@ -488,12 +490,12 @@ MUTANTS = [
            "(\\012), not as the file is named"),
     # A process that exec()s or exits under the read (doc/inspector.md).
     Mutant("exec-thread-unchecked", "process changing", INSPECT,
-           "\tnow = image_unchanged(insp, rc == OTEL_THREAD_CTX_EFAULT);\n",
+           "\tnow = image_unchanged(insp, tid, rc == OTEL_THREAD_CTX_EFAULT);\n",
            "\tnow = OTEL_THREAD_CTX_OK;\n",
            ["inspect-exec-while-read"], "a thread read after the process exec()ed is made "
            "with the old image's description"),
     Mutant("exec-open-unchecked", "process changing", INSPECT,
-           "\tnow = image_unchanged(insp, true);\n",
+           "\tnow = image_unchanged(insp, insp->mem, true);\n",
            "\tnow = insp != NULL ? OTEL_THREAD_CTX_OK : OTEL_THREAD_CTX_OK;\n",
            ["inspect-exec-while-read", "inspect-exit-while-read"],
            "open() returns what its reads found when the process exec()ed or exited "
