@@ -38,11 +38,34 @@ struct target {
 	uint64_t slot[EXPECTED_MAX_THREADS];
 };
 
+/* One line the target printed, without its newline (cut at size - 1
+ * bytes); false when its output ended before a newline. */
+static bool read_line(int fd, char *line, size_t size)
+{
+	size_t len = 0;
+	bool whole = true;
+
+	while (len < size - 1) {
+		ssize_t got = read(fd, line + len, 1);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got != 1) {
+			whole = false;
+			break;
+		}
+		if (line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = '\0';
+	return whole;
+}
+
 static void start_target(struct target *t, char **argv, const char *mode)
 {
 	int in[2], out[2];
 	char line[1024], *p;
-	size_t len = 0;
 	int argc = 0;
 	char *args[16];
 
@@ -69,17 +92,8 @@ static void start_target(struct target *t, char **argv, const char *mode)
 	close(out[1]);
 	t->in = in[1];
 	t->out = out[0];
-	while (len < sizeof(line) - 1) {
-		ssize_t got = read(t->out, line + len, 1);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		CHECK(got == 1, "the target ended before it was ready (see its stderr)");
-		if (line[len] == '\n')
-			break;
-		len++;
-	}
-	line[len] = '\0';
+	CHECK(read_line(t->out, line, sizeof(line)),
+	      "the target ended before it was ready (see its stderr)");
 	CHECK(strncmp(line, "ready", 5) == 0, "target said \"%s\"", line);
 	t->n = 0;
 	p = line + 5;
@@ -93,16 +107,24 @@ static void start_target(struct target *t, char **argv, const char *mode)
 	}
 }
 
-/* Lets the target check its threads and end; its status must be 0. */
-static void finish_target(struct target *t)
+/* Lets the target check its threads and end; its status must be 0.  With
+ * `last`, the line it prints at its end is stored there ("" if none). */
+static void end_target(struct target *t, char *last, size_t size)
 {
 	int status;
 
 	close(t->in);
+	if (last != NULL)
+		(void)read_line(t->out, last, size);
 	CHECK(waitpid(t->pid, &status, 0) == t->pid, "waitpid: %s", strerror(errno));
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the target did not end well after the inspection (status 0x%x)", status);
 	close(t->out);
+}
+
+static void finish_target(struct target *t)
+{
+	end_target(t, NULL, 0);
 }
 
 static otel_thread_ctx_inspector *open_checked(const struct target *t, const char *model)
@@ -737,8 +759,6 @@ static void run_signals(char **argv, const char *model)
 	pthread_t sending;
 	struct target t;
 	char line[64];
-	size_t len = 0;
-	int status;
 
 	start_target(&t, argv, "signals");
 	CHECK(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
@@ -756,21 +776,8 @@ static void run_signals(char **argv, const char *model)
 	CHECK(pthread_join(sending, NULL) == 0, "pthread_join");
 	CHECK(sender.error == 0, "tgkill: %s", strerror(sender.error));
 	otel_thread_ctx_inspect_close(insp);
-	close(t.in);
-	while (len < sizeof(line) - 1) {
-		ssize_t n = read(t.out, line + len, 1);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != 1 || line[len] == '\n')
-			break;
-		len++;
-	}
-	line[len] = '\0';
+	end_target(&t, line, sizeof(line));
 	CHECK(sscanf(line, "signals %lu", &got) == 1, "the target said \"%s\"", line);
-	CHECK(waitpid(t.pid, &status, 0) == t.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "the target did not end well (status 0x%x)", status);
-	close(t.out);
 	CHECK(sender.sent > 0 && got == sender.sent,
 	      "%lu signals sent while the thread was read %lu times, %lu handled", sender.sent, rounds,
 	      got);

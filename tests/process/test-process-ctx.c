@@ -7,14 +7,14 @@
  * test-process-ctx-remote.c.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pctx.h"
 

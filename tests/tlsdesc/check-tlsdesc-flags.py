@@ -92,8 +92,10 @@ def declaring_only(argv, flags, include, sources):
             continue
         if current is not None:
             current.append(line)
-    return {src for src, lines in chunks.items() if len(chunks) == len(sources) and
-            not SLOT_NAME.search(SLOT_DECLARATION.sub("", "\n".join(lines)))}
+    if len(chunks) != len(sources):
+        return set()
+    return {src for src, lines in chunks.items()
+            if not SLOT_NAME.search(SLOT_DECLARATION.sub("", "\n".join(lines)))}
 
 
 def run_one(compiler, flags, sources, include, golden, tmp):
