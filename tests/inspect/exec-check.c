@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,12 +61,15 @@ static int failures;
 
 /* leader-exit: the pipe on which the second thread says it published. */
 static int leader_ready = -1;
+/* exec, exit: the second thread has published (atomic). */
+static int published;
 
 static void *publisher(void *arg)
 {
 	(void)arg;
 	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0)
 		_exit(3);
+	__atomic_store_n(&published, 1, __ATOMIC_RELEASE);
 	if (leader_ready >= 0) {
 		pid_t self = gettid();
 
@@ -87,10 +91,12 @@ static void child(int ready, int exec_it, unsigned long spins)
 	if (otel_thread_ctx_update_all(trace_id, span_id, 1, NULL, 0) != 0 ||
 	    pthread_create(&t, NULL, publisher, NULL) != 0)
 		_exit(3);
-	/* The other thread has published once it can be read: give it the
-	 * time a first publication takes, then say so. */
-	while (n < 100000)
-		n++;
+	/* Ready once the other thread has published: a thread read before
+	 * that has a NULL slot (ENOCTX), which is not what this test is
+	 * about.  (A fixed wait here was not always enough on a busy
+	 * machine.) */
+	while (!__atomic_load_n(&published, __ATOMIC_ACQUIRE))
+		sched_yield();
 	if (write(ready, "r", 1) != 1)
 		_exit(4);
 	for (n = 0; n < spins; n++)
