@@ -364,6 +364,17 @@ struct otel_thread_ctx_inspect_info {
 #define OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY 2u /* an entry cut off at the end */
 #define OTEL_THREAD_CTX_INSPECT_HALF_IDS 4u /* one id all zero, the other not */
 
+/*
+ * The anomalies of record `r` (OTEL_THREAD_CTX_INSPECT_* bits), for a
+ * reader that copied it by other means (the eBPF reader's samples): `r` as
+ * otel_thread_ctx_record_decode() leaves it, its attributes clamped to 612
+ * bytes, and `found_size` the attrs_data_size found in memory.  NULL gives 0.
+ * The inspector sets otel_thread_ctx_inspect_thread.anomalies with it.
+ * Since OTEL_THREAD_CTX_INSPECT_1.1.
+ */
+unsigned int otel_thread_ctx_inspect_anomalies(const struct otel_thread_ctx_record *r,
+					       size_t found_size);
+
 /* One thread, as read. */
 struct otel_thread_ctx_inspect_thread {
 	pid_t tid;

@@ -1022,7 +1022,7 @@ static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_
 	uint8_t buf[OTEL_THREAD_CTX_RECORD_SIZE];
 	struct otel_thread_ctx_record *r = &out->record;
 	uint16_t size;
-	size_t n, at = 0;
+	size_t n;
 	int rc;
 
 	if (addr % 2 != 0)
@@ -1038,21 +1038,30 @@ static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_
 	rc = otel_thread_ctx_record_decode(buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE + n, r);
 	if (rc != 0)
 		return rc;
-	if (size > OTEL_THREAD_CTX_ATTRS_MAX)
-		out->anomalies |= OTEL_THREAD_CTX_INSPECT_OVERSIZED;
-	while (at + 2 <= r->attrs_data_size && at + 2 + r->attrs_data[at + 1] <= r->attrs_data_size)
-		at += 2u + r->attrs_data[at + 1];
-	if (at != r->attrs_data_size)
-		out->anomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;
-	{
-		static const uint8_t zero[16];
-		bool no_trace = memcmp(r->trace_id, zero, 16) == 0;
-		bool no_span = memcmp(r->span_id, zero, 8) == 0;
-
-		if (no_trace != no_span)
-			out->anomalies |= OTEL_THREAD_CTX_INSPECT_HALF_IDS;
-	}
+	out->anomalies = otel_thread_ctx_inspect_anomalies(r, size);
 	return 0;
+}
+
+OTEL_EXPORT unsigned int otel_thread_ctx_inspect_anomalies(const struct otel_thread_ctx_record *r,
+							   size_t found_size)
+{
+	static const uint8_t zero[16];
+	unsigned int anomalies = 0;
+	size_t at = 0, size;
+
+	if (r == NULL)
+		return 0;
+	size = r->attrs_data_size > OTEL_THREAD_CTX_ATTRS_MAX ? OTEL_THREAD_CTX_ATTRS_MAX :
+							       r->attrs_data_size;
+	if (found_size > OTEL_THREAD_CTX_ATTRS_MAX)
+		anomalies |= OTEL_THREAD_CTX_INSPECT_OVERSIZED;
+	while (at + 2 <= size && at + 2 + r->attrs_data[at + 1] <= size)
+		at += 2u + r->attrs_data[at + 1];
+	if (at != size)
+		anomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;
+	if ((memcmp(r->trace_id, zero, 16) == 0) != (memcmp(r->span_id, zero, 8) == 0))
+		anomalies |= OTEL_THREAD_CTX_INSPECT_HALF_IDS;
+	return anomalies;
 }
 
 static void read_comm(pid_t pid, pid_t tid, char name[17])

@@ -53,6 +53,9 @@ struct thread {
 	uint32_t last_status;
 	int has_record;
 	uint16_t last_found_size;
+	/* Samples of a valid record that still breaks the format
+	 * (otel_thread_ctx_inspect_anomalies()). */
+	uint64_t truncated_entry, half_ids;
 	struct otel_thread_ctx_bpf_record last; /* the last valid record */
 };
 
@@ -248,9 +251,15 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 	t->last_status = ev->status;
 	if (ev->status == OTEL_THREAD_CTX_BPF_OK) {
 		size_t n = OTEL_THREAD_CTX_BPF_HEADER_SIZE + ev->record.attrs_data_size;
+		unsigned int anomalies = otel_thread_ctx_inspect_anomalies(
+			(const struct otel_thread_ctx_record *)&ev->record, ev->attrs_data_size);
 
 		memcpy(&t->last, &ev->record, n);
 		t->has_record = 1;
+		if (anomalies & OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY)
+			t->truncated_entry++;
+		if (anomalies & OTEL_THREAD_CTX_INSPECT_HALF_IDS)
+			t->half_ids++;
 	}
 	if (ev->status == OTEL_THREAD_CTX_BPF_OVERSIZED)
 		t->last_found_size = ev->attrs_data_size;
@@ -363,7 +372,8 @@ static int report(struct run *r)
 	otel_sampler_counters(r->s, counters);
 	for (size_t i = 0; i < n; i++) {
 		seen += th[i]->samples;
-		if (th[i]->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED] != 0 || unreadable(th[i]) != 0)
+		if (th[i]->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED] != 0 || unreadable(th[i]) != 0 ||
+		    th[i]->truncated_entry != 0 || th[i]->half_ids != 0)
 			bad = 1;
 	}
 	for (size_t i = 0; i < nprocs; i++)
@@ -409,13 +419,15 @@ static int report(struct run *r)
 			printf(",\"samples\":%" PRIu64 ",\"context\":%" PRIu64 ",\"no_context\":%" PRIu64
 			       ",\"invalid\":%" PRIu64 ",\"oversized\":%" PRIu64
 			       ",\"unreadable\":%" PRIu64 ",\"misaligned\":%" PRIu64
-			       ",\"exiting\":%" PRIu64 ",\"last\":\"%s\"",
+			       ",\"exiting\":%" PRIu64 ",\"truncated_entry\":%" PRIu64
+			       ",\"half_ids\":%" PRIu64 ",\"last\":\"%s\"",
 			       t->samples, t->by_status[OTEL_THREAD_CTX_BPF_OK], no_context(t),
 			       t->by_status[OTEL_THREAD_CTX_BPF_INVALID],
 			       t->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED],
 			       t->by_status[OTEL_THREAD_CTX_BPF_UNREADABLE],
 			       t->by_status[OTEL_THREAD_CTX_BPF_MISALIGNED],
-			       t->by_status[OTEL_THREAD_CTX_BPF_EXITING], status_word(t->last_status));
+			       t->by_status[OTEL_THREAD_CTX_BPF_EXITING], t->truncated_entry,
+			       t->half_ids, status_word(t->last_status));
 			if (t->has_record) {
 				printf(",\"record\":{\"trace_id\":\"");
 				tool_hex(t->last.trace_id, 16);
@@ -485,6 +497,11 @@ static int report(struct run *r)
 				printf(" %02x", t->last.trace_flags);
 				tool_attrs_table(p != NULL ? p->insp : NULL,
 						 (const struct otel_thread_ctx_record *)&t->last);
+				if (t->truncated_entry != 0)
+					printf(" (%" PRIu64 " with a truncated entry)",
+					       t->truncated_entry);
+				if (t->half_ids != 0)
+					printf(" (%" PRIu64 " with only one of the ids set)", t->half_ids);
 			} else {
 				printf("(%s", status_word(t->last_status));
 				if (t->last_status == OTEL_THREAD_CTX_BPF_OVERSIZED)
