@@ -6,7 +6,8 @@ target (target.c):
 - values: every thread's record and its attribute key names, as JSON lines
   and as a table, with --interval reports; the library in dynamic TLS;
 - hostile records: each counted where it belongs (an edge record is read
-  whole, invalid, oversized, unreadable, misaligned, nothing), exit code 8;
+  whole, invalid, oversized, unreadable, misaligned, a truncated entry, one
+  of the ids set, nothing), exit code 8;
 - a library loaded while the tool watches; a process that never loads it
   (exit 5); --all;
 - usage and missing processes (2, 3); the cycles event (works, or fails
@@ -170,11 +171,22 @@ def main():
     th = threads_of(lines(r), t.pid)
     names = {o["name"]: o for o in th.values()}
     expect = {"edge": "context", "invalid": "invalid", "oversized": "oversized",
-              "unmapped": "unreadable", "misaligned": "misaligned", "idle": "no_context"}
+              "unmapped": "unreadable", "misaligned": "misaligned",
+              "truncated": "truncated_entry", "half-ids": "half_ids", "idle": "no_context"}
     for name, field in expect.items():
         o = names.get(name)
         check(o is not None and o["samples"] > 0 and o[field] == o["samples"],
               f"hostile: every sample of {name} counted as {field}: {o}")
+    # A record read whole that breaks the format is counted with a record
+    # and as its anomaly, and only so.
+    for name, field in (("truncated", "truncated_entry"), ("half-ids", "half_ids")):
+        o = names.get(name)
+        check(o is not None and o["context"] == o["samples"] and
+              all(o[f] == 0 for f in ("truncated_entry", "half_ids") if f != field),
+              f"hostile: {name} read with a record and only that anomaly: {o}")
+    check(all(o["truncated_entry"] == o["half_ids"] == 0 for n, o in names.items()
+              if n not in ("truncated", "half-ids")),
+          f"hostile: no anomaly counted elsewhere: {names}")
     if names.get("edge"):
         check(names["edge"].get("record", {}).get("attributes") ==
               [{"index": 0, "key": KEYS[0], "value": "edgecase"}],

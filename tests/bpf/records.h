@@ -24,6 +24,7 @@
 #include "otel_thread_ctx.h"
 
 #define STORM_INDEX_SHIFT 40
+#define STORM_SPAN_FACTOR UINT64_C(0x9e3779b97f4a7c15)
 
 static inline uint64_t storm_base(unsigned int index)
 {
@@ -72,7 +73,7 @@ static inline void storm_attr_value(uint64_t n, const struct storm_attr_spec *s,
 /* Record n, byte by byte. */
 static inline void storm_record(uint64_t n, struct otel_thread_ctx_record *r)
 {
-	uint64_t inv = ~n, span = (n * UINT64_C(0x9e3779b97f4a7c15)) | 1;
+	uint64_t inv = ~n, span = (n * STORM_SPAN_FACTOR) | 1;
 	struct storm_attr_spec specs[3];
 	size_t k = storm_attr_specs(n, specs), at = 0;
 	char seq[24];
@@ -112,6 +113,82 @@ static inline int storm_matches(const struct otel_thread_ctx_record *r, uint64_t
 	storm_record(n, &want);
 	return memcmp(r, &want, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
 	       memcmp(r->attrs_data, want.attrs_data, want.attrs_data_size) == 0;
+}
+
+/*
+ * Foreign records.  The storm's foreign writer (target.c) writes the slot
+ * itself, as a writer with bugs would, never through the library: its
+ * sequence number n selects, by n % 8, record n as above or record n
+ * broken one way.  Each kind is what a reader must tell apart:
+ */
+enum foreign_kind {
+	FOREIGN_WHOLE,      /* record n: read whole */
+	FOREIGN_INVALID,    /* valid 0, 2 or 255: INVALID, its header read */
+	FOREIGN_NO_SPAN,    /* span id all zero: read, one of the ids set */
+	FOREIGN_NO_TRACE,   /* trace id all zero (n is odd: the span id is
+			     * n times the constant, see foreign_seq): read,
+			     * one of the ids set */
+	FOREIGN_TRUNCATED,  /* attrs_data_size cuts the last entry: read, a
+			     * truncated entry */
+	FOREIGN_OVERSIZED,  /* attrs_data_size 613, 1613 or 2613: OVERSIZED */
+	FOREIGN_MISALIGNED, /* the pointer one byte past the record */
+	FOREIGN_UNMAPPED,   /* the pointer to an inaccessible page */
+	FOREIGN_KINDS
+};
+
+static inline unsigned int foreign_kind(uint64_t n)
+{
+	return (unsigned int)(n % FOREIGN_KINDS);
+}
+
+/* Foreign record n (the pointer kinds are record n itself). */
+static inline void foreign_record(uint64_t n, struct otel_thread_ctx_record *r)
+{
+	static const uint8_t invalid[3] = { 0, 2, 255 };
+
+	storm_record(n, r);
+	switch (foreign_kind(n)) {
+	case FOREIGN_INVALID:
+		r->valid = invalid[(n / FOREIGN_KINDS) % 3];
+		break;
+	case FOREIGN_NO_SPAN:
+		memset(r->span_id, 0, sizeof(r->span_id));
+		break;
+	case FOREIGN_NO_TRACE:
+		memset(r->trace_id, 0, sizeof(r->trace_id));
+		break;
+	case FOREIGN_TRUNCATED:
+		if (r->attrs_data_size > 0) {
+			r->attrs_data_size--;
+		} else {
+			r->attrs_data[0] = 1; /* a key, and no length */
+			r->attrs_data_size = 1;
+		}
+		break;
+	case FOREIGN_OVERSIZED:
+		r->attrs_data_size = (uint16_t)(OTEL_THREAD_CTX_ATTRS_MAX + 1 +
+						1000 * ((n / FOREIGN_KINDS) % 3));
+		break;
+	}
+}
+
+/* The sequence number of a foreign record read (its header at least):
+ * from the trace id, or from the span id when the trace id is zero. */
+static inline uint64_t foreign_seq(const struct otel_thread_ctx_record *r)
+{
+	static const uint8_t zero[16];
+	uint64_t n, inv = STORM_SPAN_FACTOR;
+
+	if (memcmp(r->trace_id, zero, 16) != 0) {
+		memcpy(&n, r->trace_id, 8);
+		return n;
+	}
+	/* The inverse of the odd factor modulo 2^64 (Newton: each step
+	 * doubles the correct low bits, from 3 to more than 64). */
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - STORM_SPAN_FACTOR * inv;
+	memcpy(&n, r->span_id, 8);
+	return n * inv;
 }
 
 /* Value records: keys, and thread i's record. */

@@ -16,7 +16,14 @@
  *     so the BPF side read that thread's own slot;
  *   - per thread, sequence numbers never go back, and none is beyond the
  *     last one the thread published: every value read was published;
- *   - every writer was seen with a record.
+ *   - every writer was seen with a record;
+ *   - the foreign writer's samples (storm mode; records.h, "Foreign
+ *     records"): each read as its kind says (whole; INVALID with its
+ *     header; read with one of the ids set or a truncated entry, as
+ *     otel_thread_ctx_inspect_anomalies() tells; OVERSIZED with the size
+ *     found; MISALIGNED; UNREADABLE at its inaccessible page), the records
+ *     exactly those of their sequence numbers, in order, and every kind
+ *     seen.
  *
  *   storm-check [--late] [--expect MODEL] [--samples N] [--frequency HZ]
  *               [--max-seconds S] -- TARGET [ARGS...]
@@ -80,6 +87,7 @@
 struct writer {
 	uint32_t tid;
 	int index;
+	int foreign; /* the foreign writer (records.h) */
 	uint64_t ok, last_seq, published, unreadable;
 };
 
@@ -98,10 +106,15 @@ static struct {
 	int nw;
 	uint64_t total, by_status[OTEL_THREAD_CTX_BPF_STATUS_COUNT];
 	uint64_t torn, wrong_thread, unknown_thread, regressions, attrs_bytes;
+	uint64_t broken; /* a library writer's sample INVALID, OVERSIZED or MISALIGNED */
 	int reported, unreadable_reported;
 	struct episodes ep[MAX_THREADS_SEEN];
 	int nep, ep_overflow;
 	uint64_t stop_ns; /* CLOCK_MONOTONIC when "stop" was sent; 0 before */
+	/* The foreign writer's samples, by kind, as expected; and those not
+	 * as their kind says. */
+	uint64_t foreign_unmapped;
+	uint64_t foreign_by_kind[FOREIGN_KINDS], foreign_wrong;
 } st;
 
 static struct episodes *episodes_of(uint32_t tid)
@@ -141,6 +154,103 @@ static void complain(const char *what, const struct otel_thread_ctx_bpf_event *e
 			(unsigned long long)seq, ev->record.attrs_data_size);
 }
 
+/* A sequence number read from writer w's thread: its own, never older than
+ * the last one seen. */
+static int in_order(struct writer *w, const struct otel_thread_ctx_bpf_event *ev, uint64_t seq)
+{
+	if (storm_index_of(seq) != w->index) {
+		st.wrong_thread++;
+		complain("another thread's record", ev, seq);
+		return 0;
+	}
+	if (seq < w->last_seq) {
+		st.regressions++;
+		complain("an older record than the last one seen", ev, seq);
+	}
+	w->last_seq = seq;
+	return 1;
+}
+
+/*
+ * A sample of the foreign writer (not UNREADABLE at a page not present,
+ * which the caller counted): what the reader says must be what the kind
+ * of the record says, and the record exactly the foreign record of its
+ * sequence number.  Anomalies are judged by
+ * otel_thread_ctx_inspect_anomalies(), as the tool does.
+ */
+static void on_foreign(struct writer *w, const struct otel_thread_ctx_bpf_event *ev)
+{
+	const struct otel_thread_ctx_record *got = (const struct otel_thread_ctx_record *)&ev->record;
+	struct otel_thread_ctx_record want;
+	unsigned int kind, anomalies = 0;
+	uint64_t seq;
+	int ok;
+
+	switch (ev->status) {
+	case OTEL_THREAD_CTX_BPF_MISALIGNED:
+		ok = ev->record_address % 2 == 1;
+		kind = FOREIGN_MISALIGNED;
+		break;
+	case OTEL_THREAD_CTX_BPF_UNREADABLE:
+		ok = 1;
+		kind = FOREIGN_UNMAPPED;
+		break;
+	case OTEL_THREAD_CTX_BPF_OK:
+	case OTEL_THREAD_CTX_BPF_INVALID:
+	case OTEL_THREAD_CTX_BPF_OVERSIZED:
+		seq = foreign_seq(got);
+		kind = foreign_kind(seq);
+		foreign_record(seq, &want);
+		/* The header as written; the attributes only when read. */
+		ok = memcmp(got, &want, OTEL_THREAD_CTX_RECORD_HEADER_SIZE) == 0 &&
+		     ev->attrs_data_size == want.attrs_data_size;
+		if (ev->status == OTEL_THREAD_CTX_BPF_OK) {
+			ok = ok && memcmp(got->attrs_data, want.attrs_data, want.attrs_data_size) == 0;
+			anomalies = otel_thread_ctx_inspect_anomalies(got, ev->attrs_data_size);
+		}
+		switch (kind) {
+		case FOREIGN_WHOLE:
+			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_OK && anomalies == 0;
+			break;
+		case FOREIGN_INVALID:
+			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_INVALID;
+			break;
+		case FOREIGN_NO_SPAN:
+		case FOREIGN_NO_TRACE:
+			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_OK &&
+			     anomalies == OTEL_THREAD_CTX_INSPECT_HALF_IDS;
+			break;
+		case FOREIGN_TRUNCATED:
+			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_OK &&
+			     anomalies == OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;
+			break;
+		case FOREIGN_OVERSIZED:
+			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_OVERSIZED;
+			break;
+		default: /* a pointer kind, yet a record was read */
+			ok = 0;
+		}
+		if (ok && !in_order(w, ev, seq))
+			return;
+		if (!ok) {
+			st.foreign_wrong++;
+			complain("a foreign record not read as its kind says", ev, seq);
+			return;
+		}
+		if (ev->status == OTEL_THREAD_CTX_BPF_OK)
+			w->ok++;
+		break;
+	default:
+		return;
+	}
+	if (!ok) {
+		st.foreign_wrong++;
+		complain("a foreign pointer not read as its kind says", ev, 0);
+		return;
+	}
+	st.foreign_by_kind[kind]++;
+}
+
 static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size_t size)
 {
 	struct writer *w = NULL;
@@ -155,6 +265,12 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 	for (int i = 0; i < st.nw; i++)
 		if (st.w[i].tid == ev->tid)
 			w = &st.w[i];
+	if (w != NULL && w->foreign && ev->status == OTEL_THREAD_CTX_BPF_UNREADABLE &&
+	    ev->record_address == st.foreign_unmapped) {
+		/* The foreign writer's inaccessible page: not an episode. */
+		on_foreign(w, ev);
+		return;
+	}
 	{
 		/* Episodes: bpf_ktime_get_ns() is CLOCK_MONOTONIC. */
 		struct episodes *e = episodes_of(ev->tid);
@@ -181,11 +297,17 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 			       (unsigned long long)ev->time_ns);
 		return;
 	}
+	if (w != NULL && w->foreign) {
+		on_foreign(w, ev);
+		return;
+	}
 	if (ev->status != OTEL_THREAD_CTX_BPF_OK) {
 		if (ev->status != OTEL_THREAD_CTX_BPF_NO_CONTEXT &&
 		    ev->status != OTEL_THREAD_CTX_BPF_NO_TLS &&
-		    ev->status != OTEL_THREAD_CTX_BPF_EXITING)
+		    ev->status != OTEL_THREAD_CTX_BPF_EXITING) {
+			st.broken++;
 			complain("a broken record", ev, 0);
+		}
 		return;
 	}
 	st.attrs_bytes += ev->record.attrs_data_size;
@@ -199,17 +321,8 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 		complain("a record on a thread that is no writer", ev, seq);
 		return;
 	}
-	if (storm_index_of(seq) != w->index) {
-		st.wrong_thread++;
-		complain("another thread's record", ev, seq);
-		return;
-	}
-	if (seq < w->last_seq) {
-		st.regressions++;
-		complain("an older record than the last one seen", ev, seq);
-	}
-	w->last_seq = seq;
-	w->ok++;
+	if (in_order(w, ev, seq))
+		w->ok++;
 }
 
 /* Starts `argv` with pipes on its stdin and stdout. */
@@ -262,6 +375,23 @@ static int parse_ready(const char *line)
 		p += used;
 	}
 	return st.nw > 0 ? 0 : -1;
+}
+
+/* "foreign TID:INDEX ADDRESS": the foreign writer, and its inaccessible
+ * page. */
+static int parse_foreign(const char *line)
+{
+	unsigned int tid, index;
+	unsigned long long page;
+
+	if (sscanf(line, "foreign %u:%u %llx", &tid, &index, &page) != 3 || st.nw == MAX_WRITERS)
+		return -1;
+	st.w[st.nw].tid = tid;
+	st.w[st.nw].index = (int)index;
+	st.w[st.nw].foreign = 1;
+	st.nw++;
+	st.foreign_unmapped = page;
+	return 0;
 }
 
 /* "records TID:N ..." */
@@ -356,7 +486,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	} else {
-		if (read_line(from, line, sizeof(line)) != 0 || parse_ready(line) != 0) {
+		if (read_line(from, line, sizeof(line)) != 0 || parse_ready(line) != 0 ||
+		    read_line(from, line, sizeof(line)) != 0 || parse_foreign(line) != 0) {
 			fprintf(stderr, "storm-check: the target did not start: %s\n", line);
 			return 1;
 		}
@@ -531,9 +662,29 @@ int main(int argc, char **argv)
 			failures++;
 		}
 	}
-	if (st.by_status[OTEL_THREAD_CTX_BPF_INVALID] || st.torn ||
-	    st.by_status[OTEL_THREAD_CTX_BPF_OVERSIZED] ||
-	    st.by_status[OTEL_THREAD_CTX_BPF_MISALIGNED] || st.wrong_thread || st.unknown_thread ||
+	{
+		static const char *const kinds[FOREIGN_KINDS] = {
+			"whole", "invalid", "no span id", "no trace id", "truncated entry",
+			"oversized", "misaligned", "unmapped"
+		};
+
+		/* Every kind, in every run: the samples spread over its
+		 * iterations, several hundred of them in the smallest run. */
+		if (!late) {
+			printf("the foreign writer's samples, each read as its kind says:");
+			for (int k = 0; k < FOREIGN_KINDS; k++)
+				printf("%s %s %llu", k ? "," : "", kinds[k],
+				       (unsigned long long)st.foreign_by_kind[k]);
+			printf("; not as it says: %llu\n", (unsigned long long)st.foreign_wrong);
+		}
+		for (int k = 0; k < FOREIGN_KINDS && !late; k++)
+			if (st.foreign_by_kind[k] == 0) {
+				fprintf(stderr, "storm-check: no sample of a foreign record of the "
+						"kind '%s'\n", kinds[k]);
+				failures++;
+			}
+	}
+	if (st.broken || st.torn || st.foreign_wrong || st.wrong_thread || st.unknown_thread ||
 	    st.regressions)
 		failures++;
 	if (st.total < quota) {

@@ -13,7 +13,10 @@
  *            context, or the attached one itself), update_all, update_all
  *            then the update_span_id and update_trace_flags fast paths
  *            republishing the same fields, detach with `saved` then the
- *            update of what was saved, save then update
+ *            update of what was saved, save then update; and (storm, not
+ *            late) one foreign writer more, which writes records.h's foreign records (records
+ *            broken in every way a reader must tell apart) to the slot
+ *            itself, never through the library
  *   values   THREADS threads (default 3) each publish one fixed record
  *            (records.h, values_record), a copy of a context they then
  *            destroy (even threads) or with update_all (odd ones), and spin
@@ -21,13 +24,17 @@
  *            ends 2 bytes before an inaccessible page), "invalid" (valid
  *            0), "oversized" (attrs_data_size 700), "unmapped" (a pointer
  *            to an inaccessible page), "misaligned" (an odd pointer),
- *            "idle" (publishes nothing, never touches the library)
+ *            "truncated" (the last attribute cut by a byte), "half-ids"
+ *            (a trace id and no span id), "idle" (publishes nothing,
+ *            never touches the library)
  *   late     like storm, but the library is loaded (--lib) only when the
  *            line "load" arrives on stdin; it prints "waiting" before (and
  *            exits at the end of stdin without loading it)
  *
  * Every mode registers the value keys and publishes a process context.  It
- * prints "ready TID:INDEX ..." once its threads run, and stops them at the
+ * prints "ready TID:INDEX ..." once its threads run (storm: the library's
+ * writers, then a line "foreign TID:INDEX ADDRESS", the foreign writer and
+ * its inaccessible page), and stops them at the
  * line "stop" or at the end of stdin; then it prints "records TID:N ..."
  * (the last sequence number each storm writer published) and exits 0, or 1
  * if an API call failed.
@@ -279,6 +286,41 @@ static void *storm(void *arg)
 	return NULL;
 }
 
+/* The foreign writer: records.h's foreign records, written to the slot
+ * directly.  The reader reads a thread it interrupted, so a record is
+ * whole to it when the compiler stores it before the pointer: each is
+ * built in the buffer the slot does not point at. */
+static void *unmapped_page;
+
+static void *foreign(void *arg)
+{
+	struct thread *t = arg;
+	static struct otel_thread_ctx_record buf[2];
+	const struct otel_thread_ctx_record **s = slot();
+	uint64_t n = storm_base(t->index);
+	unsigned int b = 0;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	__atomic_store_n(&t->last, n, __ATOMIC_RELAXED);
+	pthread_barrier_wait(&ready);
+	while (!stopped()) {
+		const struct otel_thread_ctx_record *p = &buf[b];
+
+		n++;
+		foreign_record(n, &buf[b]);
+		if (foreign_kind(n) == FOREIGN_MISALIGNED)
+			p = (const struct otel_thread_ctx_record *)((const char *)p + 1);
+		else if (foreign_kind(n) == FOREIGN_UNMAPPED)
+			p = unmapped_page;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(s, p, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->last, n, __ATOMIC_RELAXED);
+		b ^= 1;
+	}
+	__atomic_store_n(s, NULL, __ATOMIC_RELAXED);
+	return NULL;
+}
+
 /* --- values -------------------------------------------------------------- */
 
 static void spin(void)
@@ -332,8 +374,8 @@ static void *values(void *arg)
 /* --- hostile ------------------------------------------------------------- */
 
 static const char *const hostile_names[] = { "edge", "invalid", "oversized", "unmapped",
-					      "misaligned", "idle" };
-#define HOSTILE_COUNT 6
+					      "misaligned", "truncated", "half-ids", "idle" };
+#define HOSTILE_COUNT 8
 
 /* Storage for the broken records, aligned. */
 static struct otel_thread_ctx_record hostile_recs[HOSTILE_COUNT][2];
@@ -375,6 +417,12 @@ static const struct otel_thread_ctx_record *hostile_record(unsigned int kind)
 		return (const struct otel_thread_ctx_record *)pages;
 	case 4:
 		return (const struct otel_thread_ctx_record *)((const char *)r + 1);
+	case 5: /* the last entry cut by a byte */
+		r->attrs_data_size--;
+		return r;
+	case 6: /* a trace id, and no span id */
+		memset(r->span_id, 0, sizeof(r->span_id));
+		return r;
 	}
 	return NULL;
 }
@@ -408,6 +456,7 @@ int main(int argc, char **argv)
 {
 	const char *lib = NULL, *mode;
 	void *(*fn)(void *) = storm;
+	unsigned int nforeign = 0;
 	char cmd[64];
 	int a = 1;
 
@@ -434,8 +483,16 @@ int main(int argc, char **argv)
 			die("expected the line \"load\"");
 	} else if (strcmp(mode, "storm") != 0)
 		die("unknown mode");
-	if (nthreads == 0 || nthreads > MAX_THREADS)
+	if (nthreads == 0 || nthreads >= MAX_THREADS)
 		die("bad thread count");
+	if (strcmp(mode, "storm") == 0) {
+		/* One foreign writer after the library's writers. */
+		unmapped_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (unmapped_page == MAP_FAILED)
+			die("mmap");
+		nforeign = 1;
+	}
 	load(lib);
 	for (unsigned int k = 0; k < VALUES_KEYS; k++) {
 		unsigned int idx;
@@ -445,10 +502,10 @@ int main(int argc, char **argv)
 	}
 	if (api.publish(NULL, 0) != 0)
 		die("process context publication failed");
-	pthread_barrier_init(&ready, NULL, nthreads + 1);
-	for (unsigned int i = 0; i < nthreads; i++) {
+	pthread_barrier_init(&ready, NULL, nthreads + nforeign + 1);
+	for (unsigned int i = 0; i < nthreads + nforeign; i++) {
 		threads[i].index = i;
-		if (pthread_create(&threads[i].t, NULL, fn, &threads[i]) != 0)
+		if (pthread_create(&threads[i].t, NULL, i < nthreads ? fn : foreign, &threads[i]) != 0)
 			die("pthread_create");
 	}
 	pthread_barrier_wait(&ready);
@@ -456,7 +513,11 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < nthreads; i++)
 		printf(" %d:%u", (int)threads[i].tid, threads[i].index);
 	printf("\n");
+	if (nforeign != 0)
+		printf("foreign %d:%u %p\n", (int)threads[nthreads].tid, threads[nthreads].index,
+		       unmapped_page);
 	fflush(stdout);
+	nthreads += nforeign;
 	while (next_command(cmd, sizeof(cmd)) && strcmp(cmd, "stop") != 0)
 		;
 	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
