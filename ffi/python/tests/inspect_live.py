@@ -230,5 +230,63 @@ class Errors(unittest.TestCase):
             inspect.Inspector(-1)
 
 
+class HostileRecords(unittest.TestCase):
+    """Records no careful writer publishes (tests/inspect/expected.h, the
+    "hostile" mode of the C inspector tests' target, which meson test names
+    in OTEL_TEST_HOSTILE_TARGET): each thread's reading says what is wrong
+    with its record, and none fails the others or the Inspector."""
+
+    def test_each_broken_record_read_as_what_it_is(self):
+        target = os.environ.get("OTEL_TEST_HOSTILE_TARGET")
+        if not target:
+            self.skipTest("OTEL_TEST_HOSTILE_TARGET: the C tests' inspect-target-shared "
+                          "(meson test sets it where they are built)")
+        child = subprocess.Popen([target, "hostile"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            line = child.stdout.readline().split()
+            # "ready TID:SLOT ..." in the order of expected.h's HOSTILE_* kinds.
+            self.assertEqual(line[:1], ["ready"])
+            tids = [int(w.split(":")[0]) for w in line[1:]]
+            self.assertEqual(len(tids), 7, line)
+            with inspect.Inspector(child.pid) as insp:
+                (oversized, truncated, duplicate, invalid, unmapped, misaligned,
+                 half_ids) = [insp.thread(t) for t in tids]
+        finally:
+            child.stdin.close()
+            ended = child.wait()
+        # The target exits 0 only if every thread kept going.
+        self.assertEqual(ended, 0, "the target did not end well after the reading")
+
+        self.assertEqual(oversized.status, 0)
+        # (Read as 612 bytes, it cuts an entry too.)
+        self.assertTrue(oversized.anomalies & inspect.OVERSIZED, oversized.anomalies)
+        self.assertEqual(oversized.attrs_data_size, 2000)
+        self.assertEqual(oversized.record.raw_attrs[1], b"y" * 253)
+        self.assertEqual(oversized.record.raw_attrs[2], b"z" * 200)
+
+        self.assertEqual(truncated.status, 0)
+        self.assertEqual(truncated.anomalies, inspect.TRUNCATED_ENTRY)
+        self.assertEqual(dict(truncated.record.raw_attrs), {1: b"abc"})
+
+        self.assertEqual(duplicate.status, 0)
+        self.assertEqual(duplicate.anomalies, 0)
+        self.assertEqual(duplicate.record.raw_attrs[1], b"last")  # the last wins
+        self.assertEqual(duplicate.record.raw_attrs[0], b"k")
+
+        for t, code in ((invalid, otc.Error.EINVALID), (unmapped, inspect.Error.EFAULT),
+                        (misaligned, inspect.Error.EFORMAT)):
+            self.assertEqual(t.status, code, t)
+            self.assertIsNone(t.record)
+            self.assertEqual(t.error.code, code)
+        self.assertNotEqual(unmapped.record_address, 0)
+        self.assertEqual(misaligned.record_address % 2, 1)
+
+        self.assertEqual(half_ids.status, 0)
+        self.assertEqual(half_ids.anomalies, inspect.HALF_IDS)
+        self.assertEqual(half_ids.record.span_id, bytes(8))
+        self.assertNotEqual(half_ids.record.trace_id, bytes(16))
+
+
 if __name__ == "__main__":
     unittest.main()
