@@ -526,6 +526,33 @@ MUTANTS = [
            "\t{ OTEL_THREAD_CTX_INSPECT_LIBC_MUSL, 8, 8, 8 },\n",
            ["inspect-dtv-walk"], "musl's DTV count is read from entry 1 (module 1's block "
            "address), not entry 0"),
+    # The eBPF reader and the tool on records that break the format: the
+    # storm's foreign writer (tests/bpf/records.h) and the tool's hostile
+    # target.
+    Mutant("bpf-valid-zero-only", "BPF reader", "include/otel_thread_ctx_reader.bpf.h",
+           "\tif (rec->valid != 1)\n", "\tif (rec->valid == 0)\n",
+           ["bpf-storm-static"], "a valid byte of 2 or 255 reads as a valid record"),
+    Mutant("bpf-size-unchecked", "BPF reader", "include/otel_thread_ctx_reader.bpf.h",
+           "\tif (n > OTEL_THREAD_CTX_BPF_ATTRS_MAX)\n\t\treturn OTEL_THREAD_CTX_BPF_OVERSIZED;\n"
+           "\tif (n == 0)\n",
+           "\tif (n == 0)\n",
+           ["bpf-storm-static"], "attrs_data_size is bounded only after the verifier's mask: "
+           "1,613 reads as a record of 589 bytes"),
+    Mutant("bpf-misaligned-read", "BPF reader", "include/otel_thread_ctx_reader.bpf.h",
+           "\tif (addr & 1)\n\t\treturn OTEL_THREAD_CTX_BPF_MISALIGNED;\n", "",
+           ["bpf-storm-static"], "an odd record pointer is read as a record"),
+    Mutant("anomaly-half-ids-both", "reader rules", INSPECT,
+           "\tif ((memcmp(r->trace_id, zero, 16) == 0) != (memcmp(r->span_id, zero, 8) == 0))\n",
+           "\tif ((memcmp(r->trace_id, zero, 16) == 0) && (memcmp(r->span_id, zero, 8) == 0))\n",
+           ["bpf-storm-static"], "a record with one id and not the other is not flagged"),
+    Mutant("anomaly-truncated-unflagged", "reader rules", INSPECT,
+           "\tif (at != size)\n\t\tanomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;\n",
+           "\tif (at > size)\n\t\tanomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;\n",
+           ["bpf-storm-static"], "an attribute entry cut off at the end is not flagged"),
+    Mutant("sample-half-ids-uncounted", "tool output", "tools/sample/otel-thread-ctx-sample.c",
+           "\t\t\tt->half_ids++;\n", "\t\t\tt->half_ids += 0;\n",
+           ["bpf-cli"], "the tool reads records with one of the ids set without saying so, "
+           "and exits 0"),
     # Signals and children.
     Mutant("detach-drops-signal", "ptrace hygiene", INSPECT,
            "\tif (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend) != 0) {\n",
