@@ -5,9 +5,10 @@
  * API.  Nothing here touches the mapping: publishing is
  * otel_thread_ctx_process_publish_with() / _update() / _unpublish(), the key
  * map is libotel-thread-ctx's key registry, and reading back is
- * otel_thread_ctx_process_copy() decoded by libotel-thread-ctx-inspect's
- * otel_thread_ctx_inspect_process_decode(), the decoder the project's own readers
- * use, so that this read shows what a profiler decodes.
+ * otel_thread_ctx_process_copy() decoded by the format layer's decoder
+ * (src/format/process_decode.c), the one the project's own readers use, so
+ * that this read shows what a profiler decodes; this library does not link
+ * the inspector.
  *
  * Order of a publish: check everything that can be checked without changing
  * anything (NULLs, pairs, UTF-8, keys, the schema, the key map against the
@@ -25,6 +26,7 @@
 #include "otel_thread_ctx_compat.h"
 #include "otel_thread_ctx_inspect.h"
 #include "otel_thread_ctx_process.h"
+#include "format.h"
 #include "utf8.h"
 
 #define COMPAT_EXPORT __attribute__((visibility("default")))
@@ -569,7 +571,7 @@ COMPAT_EXPORT otel_process_ctx_read_result otel_process_ctx_read(void)
 		r.error_message = READ_MSG("out of memory");
 		return r;
 	}
-	err = otel_thread_ctx_inspect_process_decode(payload, header.payload_size, &snap);
+	err = otel__process_decode(payload, header.payload_size, &snap);
 	free(payload);
 	if (err != OTEL_THREAD_CTX_OK) {
 		r.error_message = err == OTEL_THREAD_CTX_ENOMEM ?
@@ -582,7 +584,7 @@ COMPAT_EXPORT otel_process_ctx_read_result otel_process_ctx_read(void)
 		msg = fill_attributes(snap, &r.data);
 	if (msg == NULL)
 		msg = fill_config(snap, &r.data);
-	otel_thread_ctx_inspect_process_snapshot_free(snap);
+	otel__process_snapshot_free(snap);
 	if (msg != NULL) {
 		free_data(&r.data);
 		r.error_message = msg;

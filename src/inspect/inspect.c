@@ -1035,7 +1035,7 @@ static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_
 	if (buf[offsetof(struct otel_thread_ctx_record, valid)] == 1 && n > 0 &&
 	    read_remote(pid, addr + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, buf + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, n) != 0)
 		return OTEL_THREAD_CTX_EFAULT;
-	rc = otel_thread_ctx_record_decode(buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE + n, r);
+	rc = otel__record_decode(buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE + n, r);
 	if (rc != 0)
 		return rc;
 	out->anomalies = otel_thread_ctx_inspect_anomalies(r, size);

@@ -3,7 +3,7 @@
 #ifndef OTEL_INSPECT_INTERNAL_H
 #define OTEL_INSPECT_INTERNAL_H
 
-#include "internal.h"
+#include "format.h"
 #include "otel_thread_ctx_inspect.h"
 #include "otel_thread_ctx_inspect_bpf.h"
 

@@ -36,5 +36,5 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_strerror(int error)
 	case OTEL_THREAD_CTX_EMODEL:
 		return "the slot is reached through a TLS access model the inspector does not support";
 	}
-	return otel_thread_ctx_strerror(error);
+	return otel__strerror(error);
 }

@@ -161,12 +161,13 @@ def main():
     # src/noop.c is the no-op build's, which defines the slot in C and is
     # never linked with the others.
     sources = sorted(s for s in glob.glob(os.path.join(root, "src", "*.c")) +
+                     glob.glob(os.path.join(root, "src", "format", "*.c")) +
                      glob.glob(os.path.join(root, "src", "*.S"))
                      if os.path.basename(s) != "noop.c")
     if not any(s.endswith(".c") for s in sources) or not any(s.endswith(".S") for s in sources):
         print("FAIL no C or no assembly source in %s/src" % root)
         return 1
-    include = ["-I" + os.path.join(root, d) for d in ("src", "arch", "include")]
+    include = ["-I" + os.path.join(root, d) for d in ("src", "src/format", "arch", "include")]
 
     compilers = []
     seen = set()

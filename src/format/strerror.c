@@ -2,14 +2,14 @@
 /* The text of every error code of otel_thread_ctx.h. */
 #include <errno.h>
 
-#include "internal.h"
+#include "format.h"
 
 /* The codes named after an errno are its negation (otel_thread_ctx.h). */
 _Static_assert(OTEL_THREAD_CTX_E2BIG == -E2BIG, "E2BIG");
 _Static_assert(OTEL_THREAD_CTX_ENOMEM == -ENOMEM, "ENOMEM");
 _Static_assert(OTEL_THREAD_CTX_ENOSPC == -ENOSPC, "ENOSPC");
 
-OTEL_EXPORT const char *otel_thread_ctx_strerror(int error)
+const char *otel__strerror(int error)
 {
 	switch (error) {
 	case OTEL_THREAD_CTX_OK:

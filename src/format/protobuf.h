@@ -4,9 +4,8 @@
  * encoder that writes fields into a caller's buffer (or only measures them),
  * and a decoder that walks the fields of a message without trusting a byte.
  * Schema-free: process_ctx.c (the publisher, with pb_write.c) and
- * inspect/process_read.c (the reader, with inspect/pb_read.c) know the
- * messages.
- * Internal to the library.
+ * process_decode.c (the decoder, with pb_read.c) know the messages.
+ * Internal to the format layer.
  */
 #ifndef OTEL_PROTOBUF_H
 #define OTEL_PROTOBUF_H
