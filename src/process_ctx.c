@@ -593,6 +593,13 @@ struct publication {
 	size_t extra_len;
 };
 
+/* Every byte of the options is a field: a caller built against another
+ * version cannot leave bytes this one reads uninitialised. */
+_Static_assert(sizeof(struct otel_thread_ctx_process_options) ==
+		       sizeof(size_t) + 2 * sizeof(int) +
+			       sizeof(const struct otel_thread_ctx_process_attr *) + sizeof(size_t),
+	       "no padding in the process options: every byte is a field");
+
 /* Checks options (NULL: the defaults) and encodes their attributes into
  * *p.  EOPTIONS, or an error of encode_attrs(). */
 static int read_options(const struct otel_thread_ctx_process_options *options,

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "elf_hash.h"
 #include "internal.h"
 #include "tls.h"
 
@@ -92,30 +93,6 @@ struct scan {
 	void *main_tls_data;
 	size_t main_tls_size;
 };
-
-/* The hash functions of the two ELF symbol hash tables. */
-static uint32_t gnu_hash(const char *name)
-{
-	uint32_t h = 5381;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
-		h = h * 33 + *p;
-	return h;
-}
-
-static uint32_t sysv_hash(const char *name)
-{
-	uint32_t h = 0, g;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
-		h = (h << 4) + *p;
-		g = h & 0xf0000000u;
-		if (g != 0)
-			h ^= g >> 24;
-		h &= ~g;
-	}
-	return h;
-}
 
 /* The ABI's TLS lookup (glibc, musl): the address of {module, offset} in the
  * calling thread, allocating a dynamic TLS block the thread has not touched.
@@ -235,7 +212,7 @@ static const ElfW(Sym) *find_exported(const struct module *m)
 
 	if (dyn_value(m, DT_GNU_HASH, &hash)) {
 		const uint32_t *hdr = (const uint32_t *)dyn_addr(m->info, hash, 16);
-		uint32_t nbuckets, symoffset, bloom_size, h = gnu_hash(OTEL_THREAD_CTX_SLOT_NAME), i;
+		uint32_t nbuckets, symoffset, bloom_size, h = otel__elf_gnu_hash(OTEL_THREAD_CTX_SLOT_NAME), i;
 		const uint32_t *buckets, *chain;
 
 		if (hdr == NULL)
@@ -278,7 +255,7 @@ static const ElfW(Sym) *find_exported(const struct module *m)
 		chain = bucket + nbucket;
 		if (!readable(m->info, (uintptr_t)bucket, ((size_t)nbucket + nchain) * 4))
 			return NULL;
-		i = bucket[sysv_hash(OTEL_THREAD_CTX_SLOT_NAME) % nbucket];
+		i = bucket[otel__elf_sysv_hash(OTEL_THREAD_CTX_SLOT_NAME) % nbucket];
 		for (uint32_t n = 0; i != 0 && i < nchain && n < nchain; n++) {
 			const ElfW(Sym) *s = slot_at(m, &v, i);
 

@@ -9,8 +9,8 @@
  * Where the C libraries keep the DTV is in the one table of DTV layouts,
  * src/inspect/inspect_bpf.c.
  */
-#ifndef OTEL_ARCH_INSPECT_H
-#define OTEL_ARCH_INSPECT_H
+#ifndef OTEL_ARCH_X86_64_REGS_H
+#define OTEL_ARCH_X86_64_REGS_H
 
 #include <errno.h>
 #include <stdint.h>
@@ -33,4 +33,4 @@ static inline int otel__inspect_thread_pointer(pid_t tid, uint64_t *tp)
 	return 0;
 }
 
-#endif /* OTEL_ARCH_INSPECT_H */
+#endif /* OTEL_ARCH_X86_64_REGS_H */

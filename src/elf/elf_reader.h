@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf_hash.h"
+
 #define OTEL__ELF_API __attribute__((visibility("hidden")))
 
 /*
@@ -445,29 +447,5 @@ OTEL__ELF_API int otel__elf_tls_classify(const struct otel__elf *elf, const char
  */
 OTEL__ELF_API int otel__elf_tls_local_exec_offset(const struct otel__elf *elf, uint64_t st_value,
 						  int64_t *tp_offset);
-
-/* The GNU and SysV ELF hash functions, for lookups in loaded images. */
-static inline uint32_t otel__elf_gnu_hash(const char *name)
-{
-	uint32_t h = 5381;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
-		h = h * 33 + *p;
-	return h;
-}
-
-static inline uint32_t otel__elf_sysv_hash(const char *name)
-{
-	uint32_t h = 0, g;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
-		h = (h << 4) + *p;
-		g = h & 0xf0000000u;
-		if (g != 0)
-			h ^= g >> 24;
-		h &= ~g;
-	}
-	return h;
-}
 
 #endif /* OTEL_ELF_READER_H */

@@ -1567,11 +1567,26 @@ OTEL_EXPORT int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
 	return 0;
 }
 
-void otel__inspect_where(const otel_thread_ctx_inspector *insp,
-			 const struct otel_thread_ctx_bpf_proc **layout,
-			 const struct otel_thread_ctx_bpf_module **modules, size_t *count)
+/* The description open built, for eBPF readers: the DTV layout and one
+ * entry per module (inspect_bpf.c described each). */
+OTEL_EXPORT int otel_thread_ctx_inspect_bpf_proc(const otel_thread_ctx_inspector *insp,
+						 struct otel_thread_ctx_bpf_proc *out)
 {
-	*layout = &insp->layout;
-	*modules = insp->where;
-	*count = insp->info.module_count;
+	struct otel_thread_ctx_bpf_proc p;
+	size_t n;
+
+	if (insp == NULL || out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	n = insp->info.module_count;
+	if (n == 0)
+		return OTEL_THREAD_CTX_ENOSLOT;
+	p = insp->layout;
+	if (n > OTEL_THREAD_CTX_BPF_MAX_MODULES) {
+		n = OTEL_THREAD_CTX_BPF_MAX_MODULES;
+		p.flags |= OTEL_THREAD_CTX_BPF_PROC_TRUNCATED;
+	}
+	memcpy(p.modules, insp->where, n * sizeof(insp->where[0]));
+	p.module_count = (uint32_t)n;
+	*out = p;
+	return OTEL_THREAD_CTX_OK;
 }

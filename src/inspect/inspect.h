@@ -20,10 +20,4 @@ int otel__inspect_describe_module(const struct otel_thread_ctx_inspect_module *m
 				  const struct otel_thread_ctx_bpf_proc *layout,
 				  struct otel_thread_ctx_bpf_module *out);
 
-/* The description open built (inspect.c): the DTV layout (module_count and
- * modules[] unused) and one entry per module of info->modules. */
-void otel__inspect_where(const otel_thread_ctx_inspector *insp,
-			 const struct otel_thread_ctx_bpf_proc **layout,
-			 const struct otel_thread_ctx_bpf_module **modules, size_t *count);
-
 #endif /* OTEL_INSPECT_INTERNAL_H */

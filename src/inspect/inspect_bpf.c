@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Where the slot is: the description of a process that the inspector builds
- * once, at otel_thread_ctx_inspect_open(), walks itself for every thread
- * (the walk of otel_thread_ctx_inspect_bpf.h) and hands to eBPF readers
- * (otel_thread_ctx_inspect_bpf_proc()), which copy it into their map and
- * run the same walk; the one table of DTV layouts it needs; and the
- * signature of a process's mapped files that tells a reader when to
- * describe it again.
+ * Where the slot is: how each module of a process is described for the
+ * walk of otel_thread_ctx_inspect_bpf.h, which the inspector (inspect.c)
+ * runs for every thread and hands to eBPF readers
+ * (otel_thread_ctx_inspect_bpf_proc()); the one table of DTV layouts it
+ * needs; and the signature of a process's mapped files that tells a reader
+ * when to describe it again.  It calls nothing of inspect.c.
  */
 #include <string.h>
 
@@ -83,30 +82,6 @@ int otel__inspect_describe_module(const struct otel_thread_ctx_inspect_module *m
 		return OTEL_THREAD_CTX_OK;
 	}
 	return OTEL_THREAD_CTX_EMODEL;
-}
-
-OTEL_EXPORT int otel_thread_ctx_inspect_bpf_proc(const otel_thread_ctx_inspector *insp,
-						 struct otel_thread_ctx_bpf_proc *out)
-{
-	const struct otel_thread_ctx_bpf_proc *layout;
-	const struct otel_thread_ctx_bpf_module *modules;
-	struct otel_thread_ctx_bpf_proc p;
-	size_t n;
-
-	if (insp == NULL || out == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	otel__inspect_where(insp, &layout, &modules, &n);
-	if (n == 0)
-		return OTEL_THREAD_CTX_ENOSLOT;
-	p = *layout;
-	if (n > OTEL_THREAD_CTX_BPF_MAX_MODULES) {
-		n = OTEL_THREAD_CTX_BPF_MAX_MODULES;
-		p.flags |= OTEL_THREAD_CTX_BPF_PROC_TRUNCATED;
-	}
-	memcpy(p.modules, modules, n * sizeof(modules[0]));
-	p.module_count = (uint32_t)n;
-	*out = p;
-	return OTEL_THREAD_CTX_OK;
 }
 
 /* FNV-1a, 64 bits. */

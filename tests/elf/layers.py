@@ -4,7 +4,7 @@
 arrow points down.
 
     format   src/format/   the formats; includes nothing of src/ outside it
-    elf      src/elf/      the ELF reader
+    elf      src/elf/      the ELF reader: format
     writer   src/          libotel-thread-ctx: format, arch/
     inspect  src/inspect/  libotel-thread-ctx-inspect: format, elf, arch/;
                            never the writer
@@ -31,7 +31,7 @@ import sys
 
 ALLOWED = {
     "format": ["format"],
-    "elf": ["elf"],
+    "elf": ["elf", "format"],
     "writer": ["writer", "format", "arch"],
     "inspect": ["inspect", "format", "elf", "arch"],
     "compat": ["compat", "format"],
