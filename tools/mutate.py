@@ -762,9 +762,11 @@ def main():
                   "(the set needs updating)", file=sys.stderr)
             return 2
         for m in mine:
-            if m.path not in objects:
-                objects[m.path] = objects_of(bdir, m.path)
-        objs = sorted({o for m in mine for o in objects[m.path]})
+            # Per build: a source is compiled into different targets in
+            # each (the TSan build has no step harness).
+            if (name, m.path) not in objects:
+                objects[(name, m.path)] = objects_of(bdir, m.path)
+        objs = sorted({o for m in mine for o in objects[(name, m.path)]})
         # Nothing to build (a mutant of a script): a target that is
         # always there, not ninja's default of everything.
         targets[name] = (objs if args.build_only else wanted + objs) or ["build.ninja"]
@@ -780,7 +782,7 @@ def main():
             return 2
         for m in mine:
             if m.may_be_equivalent:
-                baseline[(name, m.path)] = memory_accesses(bdir, objects[m.path])
+                baseline[(name, m.path)] = memory_accesses(bdir, objects[(name, m.path)])
 
     results = {}
     for m in chosen:
@@ -791,14 +793,15 @@ def main():
             verdict = "stillborn (the change no longer applies)"
         else:
             try:
-                if run(["ninja", "-C", bdir] + (objects[m.path] or ["build.ninja"]
+                if run(["ninja", "-C", bdir] + (objects[(m.build, m.path)] or ["build.ninja"]
                                                 if args.build_only else targets[m.build]),
                        src, log=log) != 0:
                     verdict = "stillborn (does not build)"
                 elif args.build_only:
                     verdict = "builds"
                 elif m.may_be_equivalent and \
-                        memory_accesses(bdir, objects[m.path]) == baseline[(m.build, m.path)]:
+                        memory_accesses(bdir, objects[(m.build, m.path)]) == \
+                        baseline[(m.build, m.path)]:
                     verdict = "equivalent (the same memory accesses, in the same order)"
                 elif not tests_of[m.ident]:
                     verdict = "unverified (every test that guards it was left out)"

@@ -20,18 +20,6 @@
 
 #include "print.h"
 
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_USAGE = 2,
-	EXIT_NO_PROCESS = 3,
-	EXIT_PERMISSION = 4,
-	EXIT_NO_SLOT = 5,
-	EXIT_MODEL = 6,
-	EXIT_FAILED = 7,
-	EXIT_BAD_RECORD = 8,
-	EXIT_PARTIAL = 9,
-};
-
 static const char *status_name(int status)
 {
 	switch (status) {
@@ -103,7 +91,7 @@ static int open_failed(pid_t pid, int rc)
 		return EXIT_NO_PROCESS;
 	case OTEL_THREAD_CTX_EPERM:
 		explain_permission(pid);
-		return EXIT_PERMISSION;
+		return EXIT_NOT_PERMITTED;
 	case OTEL_THREAD_CTX_ENOSLOT:
 		fprintf(stderr,
 			"otel-thread-ctx-inspect: process %d publishes no thread context: no loaded\n"
@@ -381,7 +369,7 @@ int main(int argc, char **argv)
 			if (bad_thread(&th[i]))
 				worst = EXIT_BAD_RECORD;
 			else if (th[i].status == OTEL_THREAD_CTX_EPERM && worst == EXIT_OK)
-				worst = EXIT_PERMISSION;
+				worst = EXIT_NOT_PERMITTED;
 			else if (th[i].status == OTEL_THREAD_CTX_ESYS && worst == EXIT_OK)
 				worst = EXIT_FAILED;
 		}
@@ -398,7 +386,7 @@ int main(int argc, char **argv)
 	if (worst == EXIT_BAD_RECORD)
 		fprintf(stderr, "otel-thread-ctx-inspect: some records break the thread-context "
 				"format (see above)\n");
-	else if (worst == EXIT_PERMISSION)
+	else if (worst == EXIT_NOT_PERMITTED)
 		explain_permission((pid_t)pid);
 	else if (worst == EXIT_OK && partial) {
 		fprintf(stderr, "otel-thread-ctx-inspect: some threads were not read (beyond "

@@ -14,6 +14,23 @@
 #include <otel_thread_ctx.h>
 #include <otel_thread_ctx_inspect.h>
 
+/*
+ * The exit codes of both tools, one table (doc/inspector.md and
+ * doc/sampler.md give each tool's meaning; a code one tool cannot meet it
+ * never returns).
+ */
+enum tool_exit {
+	EXIT_OK = 0,
+	EXIT_USAGE = 2,         /* bad option, or not a process id */
+	EXIT_NO_PROCESS = 3,    /* no such process */
+	EXIT_NOT_PERMITTED = 4, /* not allowed to read it (ptrace, BPF, maps) */
+	EXIT_NO_SLOT = 5,       /* it publishes no thread context */
+	EXIT_MODEL = 6,         /* a TLS access model no reader here supports */
+	EXIT_FAILED = 7,        /* anything else failed */
+	EXIT_BAD_RECORD = 8,    /* a record breaks the format; the rest printed */
+	EXIT_PARTIAL = 9,       /* some thread was not read (the inspector) */
+};
+
 /* n bytes as lower-case hex digits. */
 void tool_hex(const uint8_t *b, size_t n);
 

@@ -28,17 +28,6 @@
 #include "profile.h"
 #include "symbolize.h"
 
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_USAGE = 2,
-	EXIT_NO_PROCESS = 3,
-	EXIT_NOT_PERMITTED = 4,
-	EXIT_NO_SLOT = 5,
-	EXIT_MODEL = 6,
-	EXIT_FAILED = 7,
-	EXIT_BAD_RECORD = 8,
-};
-
 #define REFRESH_SECONDS 1.0
 
 _Static_assert(sizeof(struct otel_thread_ctx_bpf_record) == sizeof(struct otel_thread_ctx_record),
