@@ -440,14 +440,29 @@ const struct otel_thread_ctx_inspect_info *
 otel_thread_ctx_inspect_info(const otel_thread_ctx_inspector *insp);
 
 /* How many names the process context's key map has: the key indices
- * readers honour (0 without a process context or key map).  Walk a thread's
- * attributes with otel_thread_ctx_attr_iter_init_map(it, record, this). */
+ * readers honour (0 without a process context or key map). */
 unsigned int otel_thread_ctx_inspect_key_count(const otel_thread_ctx_inspector *insp);
 
 /* The name of attribute key `index` in the process context's key map, or
  * NULL (no process context, or no such index). */
 const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_inspector *insp,
 					     unsigned int index);
+
+/*
+ * A walk of the attributes of `record` (a thread's, as read) by the
+ * format's rules, as otel_thread_ctx_attr_iter_next() walks them, with the
+ * key map of the process `insp` read (NULL: none, so every entry is
+ * counted in it->unmapped): _next() gives each effective attribute (the
+ * last duplicate of a key wins; an index the key map does not name is
+ * left out and counted) and ENOATTR after the last, ENULL for a NULL
+ * argument.  The walk needs nothing of libotel-thread-ctx.  `record` must
+ * outlive the walk.  Since OTEL_THREAD_CTX_INSPECT_1.1.
+ */
+void otel_thread_ctx_inspect_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
+					    const otel_thread_ctx_inspector *insp,
+					    const struct otel_thread_ctx_record *record);
+int otel_thread_ctx_inspect_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
+					   struct otel_thread_ctx_attr *out);
 
 /*
  * Reads thread `tid` of the process into *out.  Returns 0 when the thread's

@@ -549,6 +549,11 @@ MUTANTS = [
            "\tif (at != size)\n\t\tanomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;\n",
            "\tif (at > size)\n\t\tanomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;\n",
            ["bpf-storm-static"], "an attribute entry cut off at the end is not flagged"),
+    Mutant("inspect-walk-no-keys", "reader rules", INSPECT,
+           "\totel__attr_iter_init_map(it, record, otel_thread_ctx_inspect_key_count(insp));\n",
+           "\totel__attr_iter_init_map(it, record, 0 * otel_thread_ctx_inspect_key_count(insp));\n",
+           ["inspect-values-startup"], "the inspector's attribute walk ignores the process's "
+           "key map: every attribute reads as unmapped"),
     Mutant("sample-half-ids-uncounted", "tool output", "tools/sample/otel-thread-ctx-sample.c",
            "\t\t\tt->half_ids++;\n", "\t\t\tt->half_ids += 0;\n",
            ["bpf-cli"], "the tool reads records with one of the ids set without saying so, "

@@ -75,8 +75,7 @@ void tool_text_cell(const char *s, size_t width)
 static void attrs_init(struct otel_thread_ctx_attr_iter *it, const otel_thread_ctx_inspector *insp,
 		       const struct otel_thread_ctx_record *r)
 {
-	otel_thread_ctx_attr_iter_init_map(it, r,
-					   insp != NULL ? otel_thread_ctx_inspect_key_count(insp) : 0);
+	otel_thread_ctx_inspect_attr_iter_init(it, insp, r);
 }
 
 void tool_attrs_table(const otel_thread_ctx_inspector *insp,
@@ -86,7 +85,7 @@ void tool_attrs_table(const otel_thread_ctx_inspector *insp,
 	struct otel_thread_ctx_attr a;
 
 	attrs_init(&it, insp, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
+	while (otel_thread_ctx_inspect_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
 
 		putchar(' ');
@@ -109,7 +108,7 @@ void tool_attrs_json(const otel_thread_ctx_inspector *insp,
 
 	putchar('[');
 	attrs_init(&it, insp, r);
-	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
+	while (otel_thread_ctx_inspect_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
 
 		printf("%s{\"index\":%u,\"key\":", first ? "" : ",", a.key);

@@ -1005,6 +1005,19 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_key_name(const otel_thread_ctx_i
 	return insp->pctx->keys[index];
 }
 
+OTEL_EXPORT void otel_thread_ctx_inspect_attr_iter_init(struct otel_thread_ctx_attr_iter *it,
+							const otel_thread_ctx_inspector *insp,
+							const struct otel_thread_ctx_record *record)
+{
+	otel__attr_iter_init_map(it, record, otel_thread_ctx_inspect_key_count(insp));
+}
+
+OTEL_EXPORT int otel_thread_ctx_inspect_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
+						       struct otel_thread_ctx_attr *out)
+{
+	return otel__attr_iter_next(it, out);
+}
+
 static void tracer_end(otel_thread_ctx_inspector *insp);
 
 OTEL_EXPORT void otel_thread_ctx_inspect_close(otel_thread_ctx_inspector *insp)

@@ -482,7 +482,7 @@ int main(int argc, char **argv)
 		rc = otel_sampler_watch(s, pid);
 		if (rc != OTEL_THREAD_CTX_ENOSLOT) {
 			fprintf(stderr, "storm-check: before the load, expected no slot, got: %s\n",
-				otel_thread_ctx_strerror(rc));
+				otel_thread_ctx_inspect_strerror(rc));
 			return 1;
 		}
 	} else {
@@ -494,7 +494,7 @@ int main(int argc, char **argv)
 		rc = otel_sampler_watch(s, pid);
 		if (rc != OTEL_THREAD_CTX_OK) {
 			fprintf(stderr, "storm-check: describing the target: %s\n",
-				otel_thread_ctx_strerror(rc));
+				otel_thread_ctx_inspect_strerror(rc));
 			return 1;
 		}
 	}
@@ -522,7 +522,7 @@ int main(int argc, char **argv)
 		}
 		if (p == NULL || p->status != OTEL_THREAD_CTX_OK) {
 			fprintf(stderr, "storm-check: the loaded library was not noticed: %s\n",
-				p != NULL ? otel_thread_ctx_strerror(p->status) : "process gone");
+				p != NULL ? otel_thread_ctx_inspect_strerror(p->status) : "process gone");
 			return 1;
 		}
 		printf("the library loaded later was found by a refresh\n");

@@ -19,9 +19,12 @@ Checked here:
   (the inspector and the writer need no library of this project, the compat
   layer only the writer) and the undefined symbols (the inspector's only
   references to the writer are weak: its publisher, found if the process
-  has one).
+  has one); and each --reader tool (the inspector, the sampler) needs the
+  inspector and no writer: a profiler that only reads runs none of the
+  writer's code.
 
-usage: layers.py SRCDIR [--writer LIB --inspect LIB [--compat LIB] --readelf R --nm N]
+usage: layers.py SRCDIR [--writer LIB --inspect LIB [--compat LIB] [--reader EXE]...
+                         --readelf R --nm N]
 """
 import argparse
 import os
@@ -150,6 +153,12 @@ def check_libraries(a):
         fail(f"inspect: weak references {weak}, expected the publisher's query and copy only")
     else:
         print(f"inspect: weak references to the writer's publisher only: {weak}")
+    for exe in a.reader:
+        n = ours(needed(a.readelf, exe))
+        if n != ["libotel-thread-ctx-inspect.so.1"]:
+            fail(f"{os.path.basename(exe)}: NEEDED {n}, expected the inspector alone")
+        else:
+            print(f"{os.path.basename(exe)}: NEEDED of this project: {n}")
     if a.compat is not None:
         names = [line.split()[-1] for line in out([a.nm, "-D", "--undefined-only", a.compat]).splitlines()]
         up = [n for n in names if n.startswith("otel_thread_ctx_inspect")]
@@ -163,6 +172,7 @@ def main():
     p.add_argument("--writer")
     p.add_argument("--inspect")
     p.add_argument("--compat")
+    p.add_argument("--reader", action="append", default=[])
     p.add_argument("--readelf")
     p.add_argument("--nm")
     a = p.parse_args()

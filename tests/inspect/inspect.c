@@ -235,6 +235,45 @@ static void check_record(const struct otel_thread_ctx_inspect_thread *t, int i)
 	CHECK(k == e.nattrs, "thread %d: %u attributes, expected %u", i, k, e.nattrs);
 }
 
+/* The inspector's own attribute walk (no writer needed) names what the
+ * process's key map names and counts the rest; without an inspector,
+ * nothing is named. */
+static void check_inspect_walk(const otel_thread_ctx_inspector *insp,
+			       const struct otel_thread_ctx_inspect_thread *t, int i)
+{
+	struct expected_thread e;
+	struct otel_thread_ctx_attr_iter it;
+	struct otel_thread_ctx_attr a;
+	unsigned int kc = otel_thread_ctx_inspect_key_count(insp), k = 0, named = 0;
+
+	expected_for(i, &e);
+	otel_thread_ctx_inspect_attr_iter_init(&it, insp, &t->record);
+	while (otel_thread_ctx_inspect_attr_iter_next(&it, &a) == 0) {
+		while (k < e.nattrs && e.attrs[k].key >= kc)
+			k++;
+		CHECK(k < e.nattrs, "thread %d: the inspector's walk gives more than was named", i);
+		CHECK(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
+			      memcmp(a.value, e.attrs[k].value, a.len) == 0,
+		      "thread %d: the inspector's walk: attribute %u differs", i, k);
+		k++;
+		named++;
+	}
+	for (unsigned int j = 0; j < e.nattrs; j++)
+		if (e.attrs[j].key < kc)
+			named--;
+	CHECK(named == 0, "thread %d: the inspector's walk missed a named attribute", i);
+	for (unsigned int j = 0; j < e.nattrs; j++)
+		if (e.attrs[j].key >= kc)
+			named++;
+	CHECK(it.unmapped == named, "thread %d: %u unmapped, expected %u", i, it.unmapped, named);
+	otel_thread_ctx_inspect_attr_iter_init(&it, NULL, &t->record);
+	CHECK(otel_thread_ctx_inspect_attr_iter_next(&it, &a) == OTEL_THREAD_CTX_ENOATTR &&
+		      it.unmapped == e.nattrs,
+	      "thread %d: without an inspector every entry is unmapped", i);
+	CHECK(otel_thread_ctx_inspect_attr_iter_next(&it, NULL) == OTEL_THREAD_CTX_ENULL,
+	      "the walk: NULL out is ENULL");
+}
+
 static void run_values(char **argv, const char *model, const char *mode)
 {
 	struct target t;
@@ -262,6 +301,7 @@ static void run_values(char **argv, const char *model, const char *mode)
 			continue;
 		}
 		check_record(r, i);
+		check_inspect_walk(insp, r, i);
 		CHECK(r->slot_address == t.slot[i], "thread %d: slot at 0x%llx, the loader says 0x%llx",
 		      i, (unsigned long long)r->slot_address, (unsigned long long)t.slot[i]);
 	}

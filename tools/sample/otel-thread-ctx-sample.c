@@ -315,23 +315,20 @@ static void refresh_key_names(struct otel_sampler *s, struct thread **th, size_t
 		const struct otel_sampler_proc *p;
 		struct otel_thread_ctx_attr_iter it;
 		struct otel_thread_ctx_attr a;
-		unsigned int keys;
 
 		if (!th[i]->has_record || th[i]->pid == last)
 			continue;
 		p = otel_sampler_find(s, (pid_t)th[i]->pid);
 		if (p == NULL || p->insp == NULL || p->status != OTEL_THREAD_CTX_OK)
 			continue;
-		keys = otel_thread_ctx_inspect_key_count(p->insp);
-		/* Every index, to see those the key map does not name. */
-		otel_thread_ctx_attr_iter_init_map(&it, (const struct otel_thread_ctx_record *)&th[i]->last,
-						   UINT_MAX);
-		while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
-			if (a.key >= keys) {
-				otel_sampler_redescribe(s, (pid_t)th[i]->pid);
-				last = th[i]->pid;
-				break;
-			}
+		/* An index the key map does not name: the walk counts it. */
+		otel_thread_ctx_inspect_attr_iter_init(&it, p->insp,
+						       (const struct otel_thread_ctx_record *)&th[i]->last);
+		while (otel_thread_ctx_inspect_attr_iter_next(&it, &a) == 0)
+			;
+		if (it.unmapped != 0) {
+			otel_sampler_redescribe(s, (pid_t)th[i]->pid);
+			last = th[i]->pid;
 		}
 	}
 }

@@ -143,9 +143,8 @@ static size_t encode_attrs(const otel_thread_ctx_inspector *insp,
 	struct otel_thread_ctx_attr a;
 	size_t n = 0;
 
-	otel_thread_ctx_attr_iter_init_map(&it, (const struct otel_thread_ctx_record *)r,
-					   insp != NULL ? otel_thread_ctx_inspect_key_count(insp) : 0);
-	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
+	otel_thread_ctx_inspect_attr_iter_init(&it, insp, (const struct otel_thread_ctx_record *)r);
+	while (otel_thread_ctx_inspect_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_inspect_key_name(insp, a.key);
 		size_t nl = name != NULL ? strlen(name) : 0;
 
