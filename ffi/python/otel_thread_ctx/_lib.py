@@ -259,14 +259,16 @@ def find_library(env: str = ENV_LIBRARY, pc_name: str = PKG_CONFIG_NAME,
 
 
 def load(env: str = ENV_LIBRARY, pc_name: str = PKG_CONFIG_NAME,
-         soname: str = SONAME, kind: Type[ctypes.CDLL] = ctypes.CDLL) -> Tuple[ctypes.CDLL, str]:
+         soname: str = SONAME, kind: Type[ctypes.CDLL] = ctypes.CDLL,
+         mode: int = ctypes.DEFAULT_MODE) -> Tuple[ctypes.CDLL, str]:
     """Loads a library as `kind` (CDLL, or PyDLL to keep the GIL during
-    calls); ImportError with every place tried if none works."""
+    calls) with dlopen() flags `mode`; ImportError with every place tried
+    if none works."""
     candidates, override = find_library(env, pc_name, soname)
     errors = []
     for path in candidates:
         try:
-            return kind(path), path
+            return kind(path, mode=mode), path
         except OSError as e:
             if override:
                 raise ImportError(
@@ -368,7 +370,10 @@ def _declare(library: ctypes.CDLL, prototypes: Prototypes) -> None:
         f.argtypes = list(argtypes)
 
 
-lib, path = load(kind=ctypes.PyDLL)
+# Global: libotel-thread-ctx-inspect finds this process's publisher (to read
+# its own context where process_vm_readv() is refused, as under qemu-user)
+# through weak references, which the loader binds in the global scope only.
+lib, path = load(kind=ctypes.PyDLL, mode=ctypes.RTLD_GLOBAL)
 _declare(lib, _prototypes)
 
 _inspect: Optional[Tuple[ctypes.CDLL, str]] = None
@@ -378,8 +383,8 @@ def inspect_lib() -> Tuple[ctypes.CDLL, str]:
     """libotel-thread-ctx-inspect and where it was loaded from, loaded on
     the first call ($OTEL_THREAD_CTX_INSPECT_LIBRARY, then pkg-config
     otel-thread-ctx-inspect, then the loader); ImportError if it cannot be.
-    It needs libotel-thread-ctx.so.1, which the loader matches by soname
-    with the one loaded above."""
+    It needs nothing of libotel-thread-ctx, but uses the publisher loaded
+    above, globally, when this process reads its own context."""
     global _inspect  # pylint: disable=global-statement
     if _inspect is None:
         library, where = load(INSPECT_ENV_LIBRARY, INSPECT_PKG_CONFIG_NAME, INSPECT_SONAME)
