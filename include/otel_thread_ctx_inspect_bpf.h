@@ -26,10 +26,9 @@
  *
  * A process may have several modules that define the slot (a library and a
  * copy of it, an executable and a library).  Which one counts in a thread
- * is one rule, the same for the inspector and the BPF reader (both run
- * otel_thread_ctx_bpf_walk_module(), otel_thread_ctx_bpf_walk_fold() and
- * otel_thread_ctx_bpf_walk_status(),
- * below):
+ * is one rule, the same for the inspector and the BPF reader (both run the
+ * walk below: otel_thread_ctx_bpf_walk_start() and _next() per module, then
+ * otel_thread_ctx_bpf_walk_fold() and otel_thread_ctx_bpf_walk_status()):
  *
  *   - the modules are looked at in the description's order, and the first
  *     whose slot holds a record pointer (not NULL) is read;
@@ -187,6 +186,178 @@ otel_thread_ctx_bpf_event_size(const struct otel_thread_ctx_bpf_event *ev)
 	return n;
 }
 
+/*
+ * The slot walk, written once for both readers as plain code: it asks for
+ * the 8-byte reads it needs, one at a time, and the reader makes them its
+ * own way (otel_thread_ctx_reader.bpf.h with bpf_probe_read_user(), the
+ * inspector with process_vm_readv()).  For module m of a thread whose
+ * thread pointer is tp:
+ *
+ *	struct otel_thread_ctx_bpf_walk w;
+ *	int rc = otel_thread_ctx_bpf_walk_start(&w, proc, m, tp);
+ *
+ *	for (n = 0; n < OTEL_THREAD_CTX_BPF_WALK_READS; n++) {
+ *		u64 v = 0;
+ *		int failed;
+ *
+ *		if (rc != OTEL_THREAD_CTX_BPF_WALK_READ)
+ *			break;
+ *		failed = (read the 8 bytes at w.addr into v) != 0;
+ *		rc = otel_thread_ctx_bpf_walk_next(&w, proc, m, v, failed);
+ *	}
+ *
+ * rc is then OTEL_THREAD_CTX_BPF_OK (w.slot the slot's address, w.record
+ * the record pointer it holds, not 0), NO_CONTEXT (w.slot; the slot is
+ * NULL), NO_TLS (a dynamic module the thread has no block for yet) or
+ * UNREADABLE (the DTV, the block's entry or the slot could not be read).  A
+ * walk never asks for more than OTEL_THREAD_CTX_BPF_WALK_READS reads.
+ */
+#if defined(__bpf__)
+#define OTEL_THREAD_CTX_BPF_WALK_FN static inline __attribute__((always_inline))
+#else
+#define OTEL_THREAD_CTX_BPF_WALK_FN static inline
+#endif
+
+/* otel_thread_ctx_bpf_walk_start()/_next(): read w->addr and go on.  Not
+ * an enum otel_thread_ctx_bpf_status: a walk never ends with it. */
+#define OTEL_THREAD_CTX_BPF_WALK_READ 64
+/* The most reads one module's walk asks for: the DTV pointer, its count,
+ * the module's entry, the DTV generation, the slot. */
+#define OTEL_THREAD_CTX_BPF_WALK_READS 5
+
+/* struct otel_thread_ctx_bpf_walk.step: what the read asked for is. */
+#define OTEL__BPF_WALK_DTV 1   /* the DTV pointer, at tp + dtv_at */
+#define OTEL__BPF_WALK_COUNT 2 /* the DTV's count of entries */
+#define OTEL__BPF_WALK_ENTRY 3 /* the module's entry: its block */
+#define OTEL__BPF_WALK_GEN 4   /* the DTV's generation, entry 0 */
+#define OTEL__BPF_WALK_SLOT 5  /* the slot: the record pointer */
+
+struct otel_thread_ctx_bpf_walk {
+	OTEL_THREAD_CTX_BPF_U64 addr;   /* the read asked for */
+	OTEL_THREAD_CTX_BPF_U64 slot;   /* the slot's address, once known */
+	OTEL_THREAD_CTX_BPF_U64 record; /* what the slot holds (OK) */
+	OTEL_THREAD_CTX_BPF_U64 dtv;
+	OTEL_THREAD_CTX_BPF_U64 block;
+	OTEL_THREAD_CTX_BPF_U32 step; /* OTEL__BPF_WALK_* */
+	OTEL_THREAD_CTX_BPF_U32 unused;
+};
+
+/* The slot is at `slot`: read it. */
+OTEL_THREAD_CTX_BPF_WALK_FN int otel__bpf_walk_slot(struct otel_thread_ctx_bpf_walk *w,
+						   OTEL_THREAD_CTX_BPF_U64 slot)
+{
+	w->slot = slot;
+	w->addr = slot;
+	w->step = OTEL__BPF_WALK_SLOT;
+	return OTEL_THREAD_CTX_BPF_WALK_READ;
+}
+
+/* Module m's block in this thread is w->block. */
+OTEL_THREAD_CTX_BPF_WALK_FN int otel__bpf_walk_block(struct otel_thread_ctx_bpf_walk *w,
+						    const struct otel_thread_ctx_bpf_module *m)
+{
+	/* Not allocated yet: 0 (musl), TLS_DTV_UNALLOCATED, all ones (glibc). */
+	if (w->block == 0 || w->block == ~(OTEL_THREAD_CTX_BPF_U64)0)
+		return OTEL_THREAD_CTX_BPF_NO_TLS;
+	return otel__bpf_walk_slot(w, w->block + m->dtv_offset);
+}
+
+/* The first step of module m's walk in the thread whose thread pointer is
+ * tp: WALK_READ (w->addr), or UNREADABLE for a description it cannot
+ * follow. */
+OTEL_THREAD_CTX_BPF_WALK_FN int
+otel_thread_ctx_bpf_walk_start(struct otel_thread_ctx_bpf_walk *w,
+			       const struct otel_thread_ctx_bpf_proc *proc,
+			       const struct otel_thread_ctx_bpf_module *m, OTEL_THREAD_CTX_BPF_U64 tp)
+{
+	w->addr = 0;
+	w->slot = 0;
+	w->record = 0;
+	w->dtv = 0;
+	w->block = 0;
+	w->step = 0;
+	w->unused = 0;
+	if (m->kind == OTEL_THREAD_CTX_BPF_KIND_STATIC)
+		return otel__bpf_walk_slot(w, tp + (OTEL_THREAD_CTX_BPF_U64)m->tp_offset);
+	if (m->kind != OTEL_THREAD_CTX_BPF_KIND_DTV || proc->dtv_entry_size == 0)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	w->addr = tp + (OTEL_THREAD_CTX_BPF_U64)proc->dtv_at;
+	w->step = OTEL__BPF_WALK_DTV;
+	return OTEL_THREAD_CTX_BPF_WALK_READ;
+}
+
+/* The next step, given what the read of w->addr gave: `value`, or
+ * `failed` non-zero when nothing could be read there.  WALK_READ
+ * (w->addr) or the module's status, as above. */
+OTEL_THREAD_CTX_BPF_WALK_FN int
+otel_thread_ctx_bpf_walk_next(struct otel_thread_ctx_bpf_walk *w,
+			      const struct otel_thread_ctx_bpf_proc *proc,
+			      const struct otel_thread_ctx_bpf_module *m, OTEL_THREAD_CTX_BPF_U64 value,
+			      int failed)
+{
+	OTEL_THREAD_CTX_BPF_U64 id = m->module_id;
+
+	if (failed)
+		return OTEL_THREAD_CTX_BPF_UNREADABLE;
+	switch (w->step) {
+	case OTEL__BPF_WALK_DTV:
+		if (value == 0)
+			return OTEL_THREAD_CTX_BPF_UNREADABLE;
+		w->dtv = value;
+		w->addr = value + (OTEL_THREAD_CTX_BPF_U64)proc->dtv_count_at;
+		w->step = OTEL__BPF_WALK_COUNT;
+		return OTEL_THREAD_CTX_BPF_WALK_READ;
+	case OTEL__BPF_WALK_COUNT:
+		/* A thread whose DTV predates the module's load has fewer
+		 * entries. */
+		if (id == 0 || id > value)
+			return OTEL_THREAD_CTX_BPF_NO_TLS;
+		w->addr = w->dtv + id * proc->dtv_entry_size;
+		w->step = OTEL__BPF_WALK_ENTRY;
+		return OTEL_THREAD_CTX_BPF_WALK_READ;
+	case OTEL__BPF_WALK_ENTRY:
+		w->block = value;
+		if (m->dtv_gen == 0)
+			return otel__bpf_walk_block(w, m);
+		w->addr = w->dtv;
+		w->step = OTEL__BPF_WALK_GEN;
+		return OTEL_THREAD_CTX_BPF_WALK_READ;
+	case OTEL__BPF_WALK_GEN:
+		/* An entry older than the module: the thread has not touched
+		 * it since it was loaded (dtv_gen above). */
+		if (value < m->dtv_gen)
+			return OTEL_THREAD_CTX_BPF_NO_TLS;
+		return otel__bpf_walk_block(w, m);
+	case OTEL__BPF_WALK_SLOT:
+		w->record = value;
+		return value != 0 ? OTEL_THREAD_CTX_BPF_OK : OTEL_THREAD_CTX_BPF_NO_CONTEXT;
+	}
+	return OTEL_THREAD_CTX_BPF_UNREADABLE;
+}
+
+/*
+ * The rule for several modules, in two steps: `seen` (start with 0)
+ * collects the status of each module without a record
+ * (otel_thread_ctx_bpf_walk_fold() adds one); otel_thread_ctx_bpf_walk_status()
+ * gives the thread's status from it: UNREADABLE over NO_CONTEXT over
+ * NO_TLS.  Without branches: a BPF verifier that had to follow each
+ * combination would check the unrolled loop once per combination.
+ */
+OTEL_THREAD_CTX_BPF_WALK_FN OTEL_THREAD_CTX_BPF_U32
+otel_thread_ctx_bpf_walk_fold(OTEL_THREAD_CTX_BPF_U32 seen, int module_status)
+{
+	return seen | (1u << ((OTEL_THREAD_CTX_BPF_U32)module_status & 7u));
+}
+
+OTEL_THREAD_CTX_BPF_WALK_FN int otel_thread_ctx_bpf_walk_status(OTEL_THREAD_CTX_BPF_U32 seen)
+{
+	OTEL_THREAD_CTX_BPF_U32 u = (seen >> OTEL_THREAD_CTX_BPF_UNREADABLE) & 1u;
+	OTEL_THREAD_CTX_BPF_U32 n = (seen >> OTEL_THREAD_CTX_BPF_NO_CONTEXT) & 1u & ~u;
+
+	return (int)(OTEL_THREAD_CTX_BPF_NO_TLS * (1u - u - n) + OTEL_THREAD_CTX_BPF_UNREADABLE * u +
+		     OTEL_THREAD_CTX_BPF_NO_CONTEXT * n);
+}
+
 #ifdef __cplusplus
 #define OTEL_THREAD_CTX_BPF_ASSERT(c, m) static_assert(c, m)
 #else
@@ -209,115 +380,3 @@ OTEL_THREAD_CTX_BPF_ASSERT(sizeof(struct otel_thread_ctx_bpf_event) ==
 #undef OTEL_THREAD_CTX_BPF_ASSERT
 
 #endif /* OTEL_THREAD_CTX_INSPECT_BPF_H */
-
-/*
- * The slot walk, written once for both readers.  It is compiled where the
- * includer defines OTEL_THREAD_CTX_BPF_READ_U64(ctx, addr, v): read the 8
- * bytes at address `addr` of the process (`ctx` says which, for a reader
- * that needs to know) into *v, 0 on success.  otel_thread_ctx_reader.bpf.h
- * defines it with bpf_probe_read_user(); the inspector with
- * process_vm_readv().  Outside the include guard, so that including this
- * header first does not hide it.
- */
-#if defined(OTEL_THREAD_CTX_BPF_READ_U64) && !defined(OTEL_THREAD_CTX_BPF_WALK_DEFINED)
-#define OTEL_THREAD_CTX_BPF_WALK_DEFINED
-
-#if defined(__bpf__)
-#define OTEL_THREAD_CTX_BPF_WALK_FN static __always_inline
-#else
-#define OTEL_THREAD_CTX_BPF_WALK_FN static inline
-#endif
-
-/*
- * The address of module m's slot in the thread whose thread pointer is tp:
- * OTEL_THREAD_CTX_BPF_OK and *slot, NO_TLS (a dynamic module the thread has
- * no block for yet) or UNREADABLE (the DTV cannot be read).
- */
-OTEL_THREAD_CTX_BPF_WALK_FN int
-otel_thread_ctx_bpf_walk_slot_address(OTEL_THREAD_CTX_BPF_U64 ctx,
-				      const struct otel_thread_ctx_bpf_proc *proc,
-				      const struct otel_thread_ctx_bpf_module *m,
-				      OTEL_THREAD_CTX_BPF_U64 tp, OTEL_THREAD_CTX_BPF_U64 *slot)
-{
-	OTEL_THREAD_CTX_BPF_U64 dtv = 0, count = 0, block = 0, id = m->module_id;
-
-	(void)ctx; /* a reader may not need it */
-	if (m->kind == OTEL_THREAD_CTX_BPF_KIND_STATIC) {
-		*slot = tp + (OTEL_THREAD_CTX_BPF_U64)m->tp_offset;
-		return OTEL_THREAD_CTX_BPF_OK;
-	}
-	if (m->kind != OTEL_THREAD_CTX_BPF_KIND_DTV || proc->dtv_entry_size == 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, tp + (OTEL_THREAD_CTX_BPF_U64)proc->dtv_at, &dtv) != 0 ||
-	    dtv == 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, dtv + (OTEL_THREAD_CTX_BPF_U64)proc->dtv_count_at,
-					 &count) != 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	/* A thread whose DTV predates the module's load has fewer entries. */
-	if (id == 0 || id > count)
-		return OTEL_THREAD_CTX_BPF_NO_TLS;
-	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, dtv + id * proc->dtv_entry_size, &block) != 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	/* An entry older than the module: the thread has not touched it
-	 * since it was loaded (dtv_gen above). */
-	if (m->dtv_gen != 0) {
-		OTEL_THREAD_CTX_BPF_U64 gen = 0;
-
-		if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, dtv, &gen) != 0)
-			return OTEL_THREAD_CTX_BPF_UNREADABLE;
-		if (gen < m->dtv_gen)
-			return OTEL_THREAD_CTX_BPF_NO_TLS;
-	}
-	/* Not allocated yet: 0 (musl), TLS_DTV_UNALLOCATED, all ones (glibc). */
-	if (block == 0 || block == ~(OTEL_THREAD_CTX_BPF_U64)0)
-		return OTEL_THREAD_CTX_BPF_NO_TLS;
-	*slot = block + m->dtv_offset;
-	return OTEL_THREAD_CTX_BPF_OK;
-}
-
-/*
- * Module m in that thread: OK with *slot and *record (not 0: this module's
- * slot holds a record pointer), NO_CONTEXT with *slot (the slot is NULL),
- * NO_TLS or UNREADABLE (the slot's address, or the slot, cannot be read).
- */
-OTEL_THREAD_CTX_BPF_WALK_FN int
-otel_thread_ctx_bpf_walk_module(OTEL_THREAD_CTX_BPF_U64 ctx,
-				const struct otel_thread_ctx_bpf_proc *proc,
-				const struct otel_thread_ctx_bpf_module *m, OTEL_THREAD_CTX_BPF_U64 tp,
-				OTEL_THREAD_CTX_BPF_U64 *slot, OTEL_THREAD_CTX_BPF_U64 *record)
-{
-	int rc = otel_thread_ctx_bpf_walk_slot_address(ctx, proc, m, tp, slot);
-
-	(void)ctx;
-	if (rc != OTEL_THREAD_CTX_BPF_OK)
-		return rc;
-	if (OTEL_THREAD_CTX_BPF_READ_U64(ctx, *slot, record) != 0)
-		return OTEL_THREAD_CTX_BPF_UNREADABLE;
-	return *record != 0 ? OTEL_THREAD_CTX_BPF_OK : OTEL_THREAD_CTX_BPF_NO_CONTEXT;
-}
-
-/*
- * The rule above, in two steps: `seen` (start with 0) collects the outcome
- * of each module without a record (otel_thread_ctx_bpf_walk_fold() adds
- * one); otel_thread_ctx_bpf_walk_status() gives the thread's status from
- * it: UNREADABLE over NO_CONTEXT over NO_TLS.  Without branches: a BPF
- * verifier that had to follow each combination would check the unrolled
- * loop once per combination.
- */
-OTEL_THREAD_CTX_BPF_WALK_FN OTEL_THREAD_CTX_BPF_U32
-otel_thread_ctx_bpf_walk_fold(OTEL_THREAD_CTX_BPF_U32 seen, int module_status)
-{
-	return seen | (1u << ((OTEL_THREAD_CTX_BPF_U32)module_status & 7u));
-}
-
-OTEL_THREAD_CTX_BPF_WALK_FN int otel_thread_ctx_bpf_walk_status(OTEL_THREAD_CTX_BPF_U32 seen)
-{
-	OTEL_THREAD_CTX_BPF_U32 u = (seen >> OTEL_THREAD_CTX_BPF_UNREADABLE) & 1u;
-	OTEL_THREAD_CTX_BPF_U32 n = (seen >> OTEL_THREAD_CTX_BPF_NO_CONTEXT) & 1u & ~u;
-
-	return (int)(OTEL_THREAD_CTX_BPF_NO_TLS * (1u - u - n) + OTEL_THREAD_CTX_BPF_UNREADABLE * u +
-		     OTEL_THREAD_CTX_BPF_NO_CONTEXT * n);
-}
-
-#endif /* the slot walk */

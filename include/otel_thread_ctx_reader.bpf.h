@@ -76,10 +76,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-/* The slot walk of otel_thread_ctx_inspect_bpf.h, shared with the inspector,
- * reads the process with bpf_probe_read_user(). */
-#define OTEL_THREAD_CTX_BPF_READ_U64(ctx, addr, v)                              \
-	bpf_probe_read_user((v), sizeof(__u64), (const void *)(addr))
 #include "otel_thread_ctx_inspect_bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
@@ -128,16 +124,30 @@ static __always_inline int otel_thread_ctx_bpf_task_exiting(void)
 }
 
 /*
- * The address of module m's slot in the thread whose thread pointer is tp:
- * OTEL_THREAD_CTX_BPF_OK and *slot, NO_TLS (the thread has no block for a
- * dynamic module yet) or UNREADABLE.  The walk of
- * otel_thread_ctx_inspect_bpf.h, which the inspector runs too.
+ * Module m in the thread whose thread pointer is tp, by the walk of
+ * otel_thread_ctx_inspect_bpf.h (the inspector's too), its reads made with
+ * bpf_probe_read_user(): OK with w->slot and w->record (the record pointer,
+ * not 0), NO_CONTEXT with w->slot (the slot is NULL), NO_TLS (the thread
+ * has no block for a dynamic module yet) or UNREADABLE.
  */
-static __always_inline int
-otel_thread_ctx_bpf_slot_address(const struct otel_thread_ctx_bpf_proc *proc,
-				 const struct otel_thread_ctx_bpf_module *m, __u64 tp, __u64 *slot)
+static __always_inline int otel_thread_ctx_bpf_walk_module(const struct otel_thread_ctx_bpf_proc *proc,
+							  const struct otel_thread_ctx_bpf_module *m,
+							  __u64 tp, struct otel_thread_ctx_bpf_walk *w)
 {
-	return otel_thread_ctx_bpf_walk_slot_address(0, proc, m, tp, slot);
+	int rc = otel_thread_ctx_bpf_walk_start(w, proc, m, tp);
+	__u32 n;
+
+#pragma unroll
+	for (n = 0; n < OTEL_THREAD_CTX_BPF_WALK_READS; n++) {
+		__u64 v = 0;
+		long failed;
+
+		if (rc != OTEL_THREAD_CTX_BPF_WALK_READ)
+			break;
+		failed = bpf_probe_read_user(&v, sizeof(v), (const void *)w->addr);
+		rc = otel_thread_ctx_bpf_walk_next(w, proc, m, v, failed != 0);
+	}
+	return rc;
 }
 
 /*
@@ -212,19 +222,19 @@ otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 	}
 #pragma unroll
 	for (i = 0; i < OTEL_THREAD_CTX_BPF_MAX_MODULES; i++) {
-		__u64 slot = 0, rec = 0;
+		struct otel_thread_ctx_bpf_walk w;
 		int rc;
 
 		if (i >= proc->module_count)
 			break;
-		rc = otel_thread_ctx_bpf_walk_module(0, proc, &proc->modules[i], tp, &slot, &rec);
+		rc = otel_thread_ctx_bpf_walk_module(proc, &proc->modules[i], tp, &w);
 		if (rc != OTEL_THREAD_CTX_BPF_OK) {
 			seen = otel_thread_ctx_bpf_walk_fold(seen, rc);
 			continue;
 		}
 		ev->module = (__u8)i;
-		ev->record_address = rec;
-		ev->status = otel_thread_ctx_bpf_read_record(rec, &ev->record, &ev->attrs_data_size);
+		ev->record_address = w.record;
+		ev->status = otel_thread_ctx_bpf_read_record(w.record, &ev->record, &ev->attrs_data_size);
 		return ev->status;
 	}
 	ev->status = otel_thread_ctx_bpf_walk_status(seen);

@@ -76,7 +76,10 @@ READER = ["reader-static"]
 TC = "src/thread_ctx.c"
 POOL = "src/pool.c"
 PC = "src/process_ctx.c"
-INSPECT = "src/inspect/inspect.c"
+DISCOVERY = "src/inspect/discovery.c"
+THREADS = "src/inspect/threads.c"
+RECORD_C = "src/format/record.c"
+RECORD_H = "src/format/record.h"
 
 MUTANTS = [
     # Publication order: a reader must never see a record before it is
@@ -181,22 +184,22 @@ MUTANTS = [
            "\t\tif (size + ENTRY_HEADER + len > capacity + 1)",
            ["refusals-static"], "attributes one byte over the capacity are accepted"),
     # Bounds: readers stay inside the record, whatever it says.
-    Mutant("bound-entry-key", "bounds", "src/reader.c",
+    Mutant("bound-entry-key", "bounds", RECORD_C,
            "if (at + 2 > size ||", "if (at + 1 > size ||",
            READER, "an entry cut after its key byte is read"),
-    Mutant("bound-entry-value", "bounds", "src/reader.c",
+    Mutant("bound-entry-value", "bounds", RECORD_C,
            "at + 2 + rec->attrs_data[at + 1] > size)", "at + 2 + rec->attrs_data[at + 1] > size + 1)",
            READER, "a value one byte past the end is read"),
-    Mutant("bound-copy-max", "bounds", "src/reader.c",
+    Mutant("bound-copy-max", "bounds", RECORD_H,
            "\tif (size > OTEL_THREAD_CTX_ATTRS_MAX)\n\t\tsize = OTEL_THREAD_CTX_ATTRS_MAX;\n"
            "\tif (size != 0)",
            "\tif (size != 0)",
            READER, "attrs_data_size over 612 is copied as is", nth=0),
-    Mutant("bound-copy-avail", "bounds", "src/reader.c",
+    Mutant("bound-copy-avail", "bounds", RECORD_H,
            "\tif (size > avail)\n\t\tsize = avail;\n", "\tif (size > avail + 1)\n\t\tsize = avail;\n",
            READER + ["record-static"], "a record decoded from a short buffer is read past it"),
     # The valid check.
-    Mutant("valid-check", "valid", "src/reader.c",
+    Mutant("valid-check", "valid", RECORD_H,
            "if (out->valid != 1)", "if (out->valid == 0)",
            READER, "a record whose valid is 2 is read"),
     # No allocation and no lock where the header says so (the signal
@@ -424,52 +427,52 @@ MUTANTS = [
            ["bpf-profile-decoder"], "the test's pprof decoder lets a length run past the "
            "end of its message into the bytes after it"),
     # The inspector finds modules as the loader placed them.
-    Mutant("modules-first-offset-0", "module discovery", INSPECT,
+    Mutant("modules-first-offset-0", "module discovery", DISCOVERY,
            "\tfor (size_t i = 0; i < n && err == 0; i++)\n\t\tif (f[i].offset == 0)\n\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n",
            "\tfor (size_t i = 0; i < n && err == 0; i++)\n\t\tif (f[i].offset == 0) {\n"
            "\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n"
            "\t\t\tbreak;\n\t\t}\n",
            ["inspect-modules-selfmap"], "a module's file is looked at from its lowest mapping "
            "of offset 0 only (a symbolizer's own mapping of it hides the library)"),
-    Mutant("modules-one-per-file", "module discovery", INSPECT,
+    Mutant("modules-one-per-file", "module discovery", DISCOVERY,
            "\tfor (size_t i = 0; i < n && err == 0; i++)\n\t\tif (f[i].offset == 0)\n\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n",
            "\tsize_t found = insp->count;\n"
            "\tfor (size_t i = 0; i < n && err == 0 && insp->count == found; i++)\n\t\tif (f[i].offset == 0)\n"
            "\t\t\terr = image_at(insp, l, f, n, f[i].start, false, f[i].name, elf, &info, &sym, model_err);\n",
            ["inspect-modules-dlmopen"], "one module per file: a second copy of the library "
            "(dlmopen(), another namespace) is not read"),
-    Mutant("modules-no-anon-text", "module discovery", INSPECT,
+    Mutant("modules-no-anon-text", "module discovery", DISCOVERY,
            "\tif (!exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
            "\tif (exec || !exec)\n\t\treturn false;\n\twhile (lo < hi) {\n",
            ["inspect-modules-hugetext"], "a module whose code was copied onto anonymous "
            "memory (text on huge pages) is not taken for a loaded image"),
-    Mutant("modules-no-copied-head", "module discovery", INSPECT,
+    Mutant("modules-no-copied-head", "module discovery", DISCOVERY,
            "\tif (elf == NULL && !any_zero && l->nanon != 0 && (copied = anon_image_below(pid, l, f[0].start)) != 0)\n",
            "\tif (elf == NULL && !any_zero && l->nanon != 0 && (copied = 0) != 0)\n",
            ["inspect-modules-hugehead"], "a module whose code was copied onto anonymous "
            "memory with the file's first page (aarch64's layout) is not found"),
-    Mutant("modules-copied-head-exec", "module discovery", INSPECT,
+    Mutant("modules-copied-head-exec", "module discovery", DISCOVERY,
            "(ph->p_flags & 1u) != 0 || head))\n",
            "(ph->p_flags & 1u) != 0 || (head && 0)))\n",
            ["inspect-modules-hugehead"], "the first segment of a module whose first page "
            "was copied onto anonymous memory must be executable: a read-only one is refused"),
-    Mutant("modules-no-map-files", "module discovery", INSPECT,
+    Mutant("modules-no-map-files", "module discovery", DISCOVERY,
            "\tfd = open_regular(buf, &st);\n\tif (fd < 0) {\n",
            "\tfd = -1;\n\tif (fd < 0) {\n",
            ["inspect-modules-upgrade"], "the mapped file is not read through "
            "/proc/PID/map_files: a library replaced on disk is not found"),
-    Mutant("modules-open-follows", "module discovery", INSPECT,
+    Mutant("modules-open-follows", "module discovery", DISCOVERY,
            "\tint p = open(path, O_PATH | O_CLOEXEC), fd;\n",
            "\tint p = open(path, O_RDONLY | O_CLOEXEC), fd;\n",
            ["inspect-modules-fifo"], "a module's file is opened for reading before it is "
            "known to be a regular file: a FIFO swapped in blocks the open"),
     Mutant("modules-dtv-generation", "module discovery", "include/otel_thread_ctx_inspect_bpf.h",
-           "\t\tif (gen < m->dtv_gen)\n",
-           "\t\tif (0 && gen < m->dtv_gen)\n",
+           "\t\tif (value < m->dtv_gen)\n",
+           "\t\tif (0 && value < m->dtv_gen)\n",
            ["inspect-modules-stale-dtv"], "a thread's DTV entry older than the module "
            "(left from a module unloaded since) is read as the module's"),
     # The inspector never blocks and never leaves a thread stopped.
-    Mutant("inspect-stolen-stop", "inspector waits", "src/inspect/inspect.c",
+    Mutant("inspect-stolen-stop", "inspector waits", THREADS,
            "\t\trc = probe_stopped(tid, resend);\n",
            "\t\trc = 0 * probe_stopped(-1, resend);\n",
            ["inspect-reaper"], "a stop whose report a reaper thread took is not noticed: "
@@ -489,13 +492,13 @@ MUTANTS = [
            "a module path with a newline is reported as the kernel escapes it in maps "
            "(\\012), not as the file is named"),
     # A process that exec()s or exits under the read (doc/inspector.md).
-    Mutant("exec-thread-unchecked", "process changing", INSPECT,
-           "\tnow = image_unchanged(insp, tid, rc == OTEL_THREAD_CTX_EFAULT);\n",
+    Mutant("exec-thread-unchecked", "process changing", THREADS,
+           "\tnow = otel__inspect_image_unchanged(insp, tid, rc == OTEL_THREAD_CTX_EFAULT);\n",
            "\tnow = OTEL_THREAD_CTX_OK;\n",
            ["inspect-exec-while-read"], "a thread read after the process exec()ed is made "
            "with the old image's description"),
-    Mutant("exec-open-unchecked", "process changing", INSPECT,
-           "\tnow = image_unchanged(insp, insp->mem, true);\n",
+    Mutant("exec-open-unchecked", "process changing", DISCOVERY,
+           "\tnow = otel__inspect_image_unchanged(insp, insp->mem, true);\n",
            "\tnow = insp != NULL ? OTEL_THREAD_CTX_OK : OTEL_THREAD_CTX_OK;\n",
            ["inspect-exec-while-read", "inspect-exit-while-read"],
            "open() returns what its reads found when the process exec()ed or exited "
@@ -507,18 +510,18 @@ MUTANTS = [
            "\tOTEL_THREAD_CTX_BPF_U32 u = 0;\n",
            ["bpf-walk"], "a module whose slot cannot be read counts for nothing: a thread "
            "whose record may be there reads as publishing nothing"),
-    Mutant("tlsdesc-static-by-size", "slot walk", "src/inspect/inspect.c",
+    Mutant("tlsdesc-static-by-size", "slot walk", DISCOVERY,
            "\t\tif (otel__tlsdesc_resolver_is_static(code)) {\n",
            "\t\tif ((int64_t)desc[1] < 0 && (int64_t)desc[1] > -(INT64_C(1) << 20)) {\n",
            ["inspect-values-far-tls-startup"], "a TLSDESC argument is told static from "
            "dynamic by its size, not by the resolver: a static offset beyond 1 MiB is "
            "taken for a pointer"),
     Mutant("walk-dtv-last-entry", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
-           "\tif (id == 0 || id > count)\n", "\tif (id == 0 || id >= count)\n",
+           "\t\tif (id == 0 || id > value)\n", "\t\tif (id == 0 || id >= value)\n",
            ["inspect-dtv-walk"], "the DTV's last entry (module id == its count) is taken for "
            "one past it: the newest module of glibc's and musl's DTVs reads as no TLS"),
     Mutant("walk-dtv-past-count", "slot walk", "include/otel_thread_ctx_inspect_bpf.h",
-           "\tif (id == 0 || id > count)\n", "\tif (id == 0 || id > count + 1)\n",
+           "\t\tif (id == 0 || id > value)\n", "\t\tif (id == 0 || id > value + 1)\n",
            ["inspect-dtv-walk"], "the entry one past the DTV's count is read: a thread "
            "whose DTV predates the module reads whatever lies there"),
     Mutant("walk-dtv-musl-count", "slot walk", "src/inspect/inspect_bpf.c",
@@ -541,15 +544,15 @@ MUTANTS = [
     Mutant("bpf-misaligned-read", "BPF reader", "include/otel_thread_ctx_reader.bpf.h",
            "\tif (addr & 1)\n\t\treturn OTEL_THREAD_CTX_BPF_MISALIGNED;\n", "",
            ["bpf-storm-static"], "an odd record pointer is read as a record"),
-    Mutant("anomaly-half-ids-both", "reader rules", INSPECT,
+    Mutant("anomaly-half-ids-both", "reader rules", THREADS,
            "\tif ((memcmp(r->trace_id, zero, 16) == 0) != (memcmp(r->span_id, zero, 8) == 0))\n",
            "\tif ((memcmp(r->trace_id, zero, 16) == 0) && (memcmp(r->span_id, zero, 8) == 0))\n",
            ["bpf-storm-static"], "a record with one id and not the other is not flagged"),
-    Mutant("anomaly-truncated-unflagged", "reader rules", INSPECT,
+    Mutant("anomaly-truncated-unflagged", "reader rules", THREADS,
            "\tif (at != size)\n\t\tanomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;\n",
            "\tif (at > size)\n\t\tanomalies |= OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;\n",
            ["bpf-storm-static"], "an attribute entry cut off at the end is not flagged"),
-    Mutant("inspect-walk-no-keys", "reader rules", INSPECT,
+    Mutant("inspect-walk-no-keys", "reader rules", DISCOVERY,
            "\totel__attr_iter_init_map(it, record, otel_thread_ctx_inspect_key_count(insp));\n",
            "\totel__attr_iter_init_map(it, record, 0 * otel_thread_ctx_inspect_key_count(insp));\n",
            ["inspect-values-startup"], "the inspector's attribute walk ignores the process's "
@@ -559,7 +562,7 @@ MUTANTS = [
            ["bpf-cli"], "the tool reads records with one of the ids set without saying so, "
            "and exits 0"),
     # Signals and children.
-    Mutant("detach-drops-signal", "ptrace hygiene", INSPECT,
+    Mutant("detach-drops-signal", "ptrace hygiene", THREADS,
            "\tif (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend) != 0) {\n",
            "\tif (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)0) != 0) {\n",
            ["inspect-signals"], "a signal pending when the thread was stopped (its stop came "

@@ -124,7 +124,7 @@ static inline uintptr_t otel__thread_pointer(void)
  * the same way (open-telemetry/opentelemetry-ebpf-profiler,
  * tls/tlsdesc_aarch64.go, tlsdescReturnsArg()).  Used by the writer
  * (otel__tlsdesc_is_static(), below) on its own descriptor and by the
- * inspector (src/inspect/inspect.c) on the bytes it read from a process.
+ * inspector (src/inspect/discovery.c) on the bytes it read from a process.
  */
 static inline int otel__tlsdesc_resolver_is_static(const unsigned char *code)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the out-of-process inspector (src/inspect/inspect.c) needs to know about
+ * What the out-of-process inspector (src/inspect/discovery.c, threads.c) needs to know about
  * x86-64: where a stopped thread's thread pointer is.
  *
  * Thread pointer: the %fs base.  PTRACE_GETREGSET with NT_PRSTATUS returns

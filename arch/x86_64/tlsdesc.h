@@ -166,7 +166,7 @@ static inline uintptr_t otel__thread_pointer(void)
  * CET.  The eBPF profiler's TLS reader makes the same test on aarch64
  * (open-telemetry/opentelemetry-ebpf-profiler, tls/tlsdesc_aarch64.go).
  * Used by the writer (otel__tlsdesc_is_static(), below) on its own
- * descriptor and by the inspector (src/inspect/inspect.c) on the bytes it
+ * descriptor and by the inspector (src/inspect/discovery.c) on the bytes it
  * read from a process.
  */
 static inline int otel__tlsdesc_resolver_is_static(const unsigned char *code)

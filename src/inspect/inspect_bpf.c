@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Where the slot is: how each module of a process is described for the
- * walk of otel_thread_ctx_inspect_bpf.h, which the inspector (inspect.c)
+ * walk of otel_thread_ctx_inspect_bpf.h, which the inspector (threads.c)
  * runs for every thread and hands to eBPF readers
  * (otel_thread_ctx_inspect_bpf_proc()); the one table of DTV layouts it
  * needs; and the signature of a process's mapped files that tells a reader
- * when to describe it again.  It calls nothing of inspect.c.
+ * when to describe it again.  It calls nothing of
+ * discovery.c or threads.c.
  */
 #include <string.h>
 

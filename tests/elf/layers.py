@@ -14,7 +14,9 @@ arrow points down.
 Checked here:
 - includes: each quoted #include of a file in src/ resolves to its own layer,
   a layer below it, include/ or arch/; the headers of src/, include/ and
-  arch/ include one another without a circle;
+  arch/ include one another without a circle; and no header of the project
+  is a template, whose text depends on a macro its includer defines before
+  including it (a circle by macro: anywhere in the tree);
 - with --writer/--inspect/--compat (the built libraries): the NEEDED entries
   (the inspector and the writer need no library of this project, the compat
   layer only the writer) and the undefined symbols (the inspector's only
@@ -40,6 +42,9 @@ ALLOWED = {
     "compat": ["compat", "format"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+DEFINE = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)', re.M)
+TESTED = re.compile(r'^\s*#\s*(?:if|elif|ifdef|ifndef)\b(.*)$', re.M)
+WORD = re.compile(r'[A-Za-z_]\w*')
 failures = []
 
 
@@ -71,6 +76,41 @@ def resolve(root, src, name, layers):
         if os.path.isfile(p):
             return p
     return None
+
+
+def tested_names(path, cache={}):
+    """The names a header's #if/#ifdef/#ifndef/#elif lines test."""
+    if path not in cache:
+        with open(path, encoding="utf-8") as fh:
+            cache[path] = {w for cond in TESTED.findall(fh.read()) for w in WORD.findall(cond)}
+    return cache[path]
+
+
+def check_templates(root):
+    """No project header tests a macro that a file defines above its
+    #include of that header."""
+    count = 0
+    for top in ("src", "include", "arch", "tests", "tools", "bench", "ffi", "examples"):
+        for d, dirs, names in os.walk(os.path.join(root, top)):
+            dirs[:] = [x for x in dirs if x not in ("target", "bin", "obj")]
+            for n in names:
+                if not n.endswith((".c", ".h", ".S", ".cc", ".cpp")):
+                    continue
+                f = os.path.join(d, n)
+                with open(f, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+                for m in INCLUDE.finditer(text):
+                    target = resolve(root, f, m.group(1), ["arch"])
+                    if target is None:
+                        continue
+                    count += 1
+                    above = set(DEFINE.findall(text[:m.start()]))
+                    used = sorted(above & tested_names(target))
+                    if used:
+                        fail(f"{os.path.relpath(target, root)} is a template: it tests "
+                             f"{', '.join(used)}, which {os.path.relpath(f, root)} defines "
+                             "before including it")
+    print(f"{count} includes of project headers checked for macros their includer defines")
 
 
 def check_includes(root):
@@ -178,6 +218,7 @@ def main():
     a = p.parse_args()
     a.root = os.path.abspath(a.root)
     check_includes(a.root)
+    check_templates(a.root)
     if a.inspect:
         check_libraries(a)
     if failures:

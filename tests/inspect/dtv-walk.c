@@ -54,7 +54,6 @@ static void image_write(uint64_t addr, uint64_t v)
 	memcpy(image + (addr - IMAGE_BASE), &v, sizeof(v));
 }
 
-#define OTEL_THREAD_CTX_BPF_READ_U64(ctx, addr, v) ((void)(ctx), image_read((addr), (v)))
 #include "otel_thread_ctx_inspect_bpf.h"
 
 /* Where things are in the image. */
@@ -63,6 +62,8 @@ static void image_write(uint64_t addr, uint64_t v)
 #define BLOCKS (IMAGE_BASE + 0x1800) /* module i's block: BLOCKS + i * 0x40 */
 #define COUNT 5                      /* the DTV's entries (modules 1 .. 5) */
 #define SLOT_OFFSET 0x18
+/* What module i's slot holds: a record pointer. */
+#define RECORD_OF(i) (0x7f0000001000ull + (i) * 0x100)
 
 struct libc_layout {
 	const char *name;
@@ -114,20 +115,43 @@ static void build(const struct libc_layout *l)
 	memset(image, 0, sizeof(image));
 	image_write(TP + (uint64_t)l->dtv_at, l->dtv);
 	image_write(l->count_addr, COUNT);
-	for (uint64_t i = 1; i <= COUNT + 1; i++)
+	for (uint64_t i = 1; i <= COUNT + 1; i++) {
 		image_write(l->dtv + i * l->entry, BLOCKS + i * 0x40);
+		image_write(BLOCKS + i * 0x40 + SLOT_OFFSET, RECORD_OF(i));
+	}
 }
+
+/* The walk of otel_thread_ctx_inspect_bpf.h for module `id`, its reads
+ * made in the image: the status, and *slot (0 when the walk did not get
+ * that far). */
+static uint64_t walk_dtv_gen; /* the module's dtv_gen */
 
 static int walk(const struct otel_thread_ctx_bpf_proc *proc, uint32_t id, uint64_t *slot)
 {
 	struct otel_thread_ctx_bpf_module m;
+	struct otel_thread_ctx_bpf_walk w;
+	int rc;
 
 	memset(&m, 0, sizeof(m));
 	m.kind = OTEL_THREAD_CTX_BPF_KIND_DTV;
 	m.module_id = id;
 	m.dtv_offset = SLOT_OFFSET;
-	*slot = 0;
-	return otel_thread_ctx_bpf_walk_slot_address(0, proc, &m, TP, slot);
+	m.dtv_gen = walk_dtv_gen;
+	rc = otel_thread_ctx_bpf_walk_start(&w, proc, &m, TP);
+	for (int n = 0; n < OTEL_THREAD_CTX_BPF_WALK_READS && rc == OTEL_THREAD_CTX_BPF_WALK_READ;
+	     n++) {
+		uint64_t v = 0;
+		int failed = image_read(w.addr, &v);
+
+		rc = otel_thread_ctx_bpf_walk_next(&w, proc, &m, v, failed);
+	}
+	CHECK(rc != OTEL_THREAD_CTX_BPF_WALK_READ, "module %u: the walk asks for more than %d reads",
+	      id, OTEL_THREAD_CTX_BPF_WALK_READS);
+	CHECK(rc != OTEL_THREAD_CTX_BPF_OK || w.record == RECORD_OF(id),
+	      "module %u: record 0x%llx read, not 0x%llx", id, (unsigned long long)w.record,
+	      (unsigned long long)RECORD_OF(id));
+	*slot = w.slot;
+	return rc;
 }
 
 static void check_libc(int libc)
@@ -154,6 +178,19 @@ static void check_libc(int libc)
 	rc = walk(&proc, 0, &slot);
 	CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module 0: status %d, not NO_TLS", l.name, rc);
 	CHECK(reads_outside == 0, "%s: %lu reads outside the image", l.name, reads_outside);
+
+	if (libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC) {
+		/* The DTV's generation (dtv[0]) against the module's: an
+		 * entry older than the module is no TLS. */
+		image_write(l.dtv, 7);
+		walk_dtv_gen = 8;
+		rc = walk(&proc, 1, &slot);
+		CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: generation 7 < 8: status %d", l.name, rc);
+		walk_dtv_gen = 7;
+		rc = walk(&proc, 1, &slot);
+		CHECK(rc == OTEL_THREAD_CTX_BPF_OK, "%s: generation 7 >= 7: status %d", l.name, rc);
+		walk_dtv_gen = 0;
+	}
 
 	/* A block not allocated yet. */
 	image_write(l.dtv + 2 * l.entry, l.unallocated);
