@@ -465,6 +465,16 @@ int otel_thread_ctx_inspect_attr_iter_next(struct otel_thread_ctx_attr_iter *it,
 					   struct otel_thread_ctx_attr *out);
 
 /*
+ * The name of thread `tid` of process `pid` as /proc/PID/task/TID/comm
+ * gives it (at most 15 bytes, no newline) into name, NUL-terminated, with
+ * neither ptrace nor an inspector: what a reader that samples threads by
+ * other means (the eBPF sampler) labels them with.  OTEL_THREAD_CTX_OK;
+ * ESRCH when there is no such thread (name ""); ENULL.  Since
+ * OTEL_THREAD_CTX_INSPECT_1.1.
+ */
+int otel_thread_ctx_inspect_thread_name(pid_t pid, pid_t tid, char name[17]);
+
+/*
  * Reads thread `tid` of the process into *out.  Returns 0 when the thread's
  * record was read (out->record), else a negative code: ENULL (insp or out
  * NULL; *out untouched), or the code out->status holds (ENOCTX: the thread

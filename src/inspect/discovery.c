@@ -7,7 +7,6 @@
  * Everything read from the process is treated as hostile.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

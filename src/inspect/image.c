@@ -87,20 +87,11 @@ int otel__inspect_modules_signature(pid_t pid, uint64_t *sig)
  * or gone? */
 static bool task_exiting(pid_t pid, const char *tid)
 {
-	char path[320], buf[2048], *p;
-	ssize_t n;
-	int fd;
+	char buf[2048], *p;
 	unsigned long flags = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (otel__remote_proc_text(buf, sizeof(buf), "/proc/%d/task/%s/stat", (int)pid, tid) <= 0)
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
 	/* "tid (comm) S ppid ...": the state after the last ')', the flags
 	 * in field 9. */
 	p = strrchr(buf, ')');
@@ -121,15 +112,8 @@ static bool task_exiting(pid_t pid, const char *tid)
 		return true;
 	/* Not yet: an exit_group() sends the other threads SIGKILL, which
 	 * they may not have acted on yet. */
-	snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (otel__remote_proc_text(buf, sizeof(buf), "/proc/%d/task/%s/status", (int)pid, tid) <= 0)
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
 	p = strstr(buf, "\nSigPnd:");
 	/* SIGKILL, 9: bit 8 of the mask, in hexadecimal. */
 	return p != NULL && (strtoull(p + 8, NULL, 16) & 0x100u) != 0;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,23 +45,41 @@ int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return got < 0 ? errno : EFAULT;
 }
 
+ssize_t otel__remote_proc_text(char *buf, size_t len, const char *fmt, ...)
+{
+	char path[320];
+	va_list ap;
+	ssize_t n;
+	int fd, err;
+
+	buf[0] = '\0';
+	va_start(ap, fmt);
+	n = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = '\0';
+	return n;
+}
+
 /* Does task `tid` (of process `pid`) have an address space: a size in
  * its statm (a kernel thread's, or an exited one's, is 0)? */
 static int has_memory(pid_t pid, const char *tid)
 {
-	char path[64], buf[32];
-	ssize_t n;
-	int fd;
+	char buf[32];
 
-	snprintf(path, sizeof(path), "/proc/%ld/task/%s/statm", (long)pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (otel__remote_proc_text(buf, sizeof(buf), "/proc/%ld/task/%s/statm", (long)pid, tid) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	return strtoul(buf, NULL, 10) != 0;
 }
 

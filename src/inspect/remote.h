@@ -36,6 +36,15 @@ int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
  */
 pid_t otel__remote_memory_task(pid_t pid);
 
+/*
+ * Reads the /proc file that the printf() format `fmt` names, at most
+ * len - 1 bytes of it (len >= 1), into buf, NUL-terminated (buf "" on
+ * failure).  Returns the bytes read, 0 for an empty file, or a negative
+ * errno (it could not be opened or read).
+ */
+__attribute__((format(printf, 3, 4))) ssize_t otel__remote_proc_text(char *buf, size_t len,
+								      const char *fmt, ...);
+
 /* One line of /proc/PID/maps. */
 struct otel__maps_entry {
 	uint64_t start, end;

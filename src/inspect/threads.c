@@ -9,10 +9,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -85,24 +83,18 @@ OTEL_EXPORT unsigned int otel_thread_ctx_inspect_anomalies(const struct otel_thr
 	return anomalies;
 }
 
-static void read_comm(pid_t pid, pid_t tid, char name[17])
+OTEL_EXPORT int otel_thread_ctx_inspect_thread_name(pid_t pid, pid_t tid, char name[17])
 {
-	char path[64];
 	ssize_t n;
-	int fd;
 
-	name[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, name, 16);
-	close(fd);
-	if (n <= 0)
-		n = 0;
-	name[n] = '\0';
+	if (name == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	n = pid > 0 && tid > 0 ?
+		    otel__remote_proc_text(name, 17, "/proc/%d/task/%d/comm", (int)pid, (int)tid) :
+		    (name[0] = '\0', -ESRCH);
 	if (n > 0 && name[n - 1] == '\n')
 		name[n - 1] = '\0';
+	return n < 0 ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_OK;
 }
 
 /* Is `tid` a thread of `pid`? */
@@ -118,19 +110,10 @@ static bool is_thread_of(pid_t pid, pid_t tid)
  * runnable, 'S', 'D', 't' ...), 'X' when it is gone. */
 static char thread_state(pid_t pid, pid_t tid)
 {
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
+	char buf[256], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (otel__remote_proc_text(buf, sizeof(buf), "/proc/%d/task/%d/stat", (int)pid, (int)tid) <= 0)
 		return 'X';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 'X';
-	buf[n] = '\0';
 	/* "tid (comm) S ...": the state follows the last ')'. */
 	p = strrchr(buf, ')');
 	return p == NULL || p[1] != ' ' ? 'X' : p[2];
@@ -570,7 +553,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 	out->tid = tid;
 	if (tid <= 0 || !is_thread_of(insp->info.pid, tid))
 		return out->status = OTEL_THREAD_CTX_ESRCH;
-	read_comm(insp->info.pid, tid, out->name);
+	otel_thread_ctx_inspect_thread_name(insp->info.pid, tid, out->name);
 	return tracer_read(insp, tid, out);
 }
 

@@ -729,6 +729,30 @@ static void run_errors(char **argv)
 	      "a thread of another process");
 	CHECK(otel_thread_ctx_inspect_thread(insp, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL, "NULL");
 	CHECK(otel_thread_ctx_inspect_thread(insp, t.tid[0], &th) == 0, "thread 0");
+	/* Its name, with and without the inspector, as /proc says it. */
+	{
+		char name[17] = "x", comm[64] = "", path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)t.pid, (int)t.tid[0]);
+		f = fopen(path, "r");
+		CHECK(f != NULL && fgets(comm, sizeof(comm), f) != NULL, "%s", path);
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		CHECK(comm[0] != '\0' && strcmp(th.name, comm) == 0, "thread 0's name: \"%s\", not \"%s\"",
+		      th.name, comm);
+		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, t.tid[0], name) == OTEL_THREAD_CTX_OK &&
+			      strcmp(name, comm) == 0,
+		      "thread_name(): \"%s\", not \"%s\"", name, comm);
+		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, gone, name) == OTEL_THREAD_CTX_ESRCH &&
+			      name[0] == '\0',
+		      "thread_name() of a thread that is gone");
+		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, 0, name) == OTEL_THREAD_CTX_ESRCH &&
+			      name[0] == '\0',
+		      "thread_name() of tid 0");
+		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL,
+		      "thread_name(NULL)");
+	}
 	/* Without the right to ptrace it: an unprivileged child tries. */
 	if (geteuid() == 0) {
 		pid_t child = fork();

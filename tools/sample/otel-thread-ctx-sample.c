@@ -70,26 +70,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void read_comm(uint32_t pid, uint32_t tid, char name[17])
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	name[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, name, 16);
-	close(fd);
-	if (n <= 0)
-		n = 0;
-	name[n] = '\0';
-	if (n > 0 && name[n - 1] == '\n')
-		name[n - 1] = '\0';
-}
-
 static size_t slot_of(uint32_t pid, uint32_t tid, size_t cap)
 {
 	uint64_t h = ((uint64_t)pid << 32 | tid) * UINT64_C(0x9e3779b97f4a7c15);
@@ -129,7 +109,7 @@ static struct thread *thread_for(uint32_t pid, uint32_t tid)
 	}
 	table.slots[i].pid = pid;
 	table.slots[i].tid = tid;
-	read_comm(pid, tid, table.slots[i].name);
+	otel_thread_ctx_inspect_thread_name((pid_t)pid, (pid_t)tid, table.slots[i].name);
 	table.used++;
 	return &table.slots[i];
 }
