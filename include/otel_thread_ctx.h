@@ -339,8 +339,10 @@ struct otel_thread_ctx_attr {
 int otel_thread_ctx_create(otel_thread_ctx **ctx);
 
 /*
- * Options of otel_thread_ctx_create_with().  Start from
- * OTEL_THREAD_CTX_OPTIONS_INIT.  `size` is what the caller was built with:
+ * Options of otel_thread_ctx_create_with().  Every field left zero means
+ * its default (libbpf's rule), so OTEL_THREAD_CTX_OPTIONS_INIT, or a zeroed
+ * struct whose `size` is set, asks for the defaults.  `size` is what the
+ * caller was built with:
  * a smaller size (a caller built against an older version) gives the fields
  * it does not reach their defaults; a larger one (a newer caller) is
  * accepted only when every byte past the fields this library knows is zero,
@@ -351,23 +353,27 @@ struct otel_thread_ctx_options {
 	/* sizeof(struct otel_thread_ctx_options) as the caller knows it; at
 	 * least sizeof(size_t). */
 	size_t size;
-	/* Bytes of attribute entries the context can hold, 0 to
-	 * OTEL_THREAD_CTX_ATTRS_MAX (the default): 0 for a context with ids
-	 * only, which then takes 36 bytes.  Setters that would go past it fail
-	 * with ENOSPC. */
+	/* Bytes of attribute entries the context can hold, 1 to
+	 * OTEL_THREAD_CTX_ATTRS_MAX; 0: the default, OTEL_THREAD_CTX_ATTRS_MAX.
+	 * Setters that would go past it fail with ENOSPC. */
 	unsigned int attrs_capacity;
-	/* 0.  (A field of a later version: the struct has no padding, so that
-	 * every byte past what a version knows can be checked.) */
-	unsigned int reserved;
+	/* OTEL_THREAD_CTX_OPTION_* bits; 0: none.  (The struct has no
+	 * padding, so that every byte past what a version knows can be
+	 * checked.) */
+	unsigned int flags;
 };
 
-#define OTEL_THREAD_CTX_OPTIONS_INIT                                            \
-	{ sizeof(struct otel_thread_ctx_options), OTEL_THREAD_CTX_ATTRS_MAX, 0 }
+/* options.flags: a context for ids only, with no room for attributes (it
+ * takes 36 bytes); attrs_capacity must then be 0. */
+#define OTEL_THREAD_CTX_OPTION_IDS_ONLY 1u
+
+#define OTEL_THREAD_CTX_OPTIONS_INIT { sizeof(struct otel_thread_ctx_options), 0, 0 }
 
 /*
  * otel_thread_ctx_create() with options; NULL options are the defaults.
- * Errors: ENULL, EOPTIONS (size below sizeof(size_t), reserved or unknown
- * bytes not zero, attrs_capacity above OTEL_THREAD_CTX_ATTRS_MAX), ENOMEM.
+ * Errors: ENULL, EOPTIONS (size below sizeof(size_t), unknown bytes not
+ * zero, attrs_capacity above OTEL_THREAD_CTX_ATTRS_MAX, an unknown flag,
+ * OTEL_THREAD_CTX_OPTION_IDS_ONLY with an attrs_capacity), ENOMEM.
  * Not async-signal-safe.
  */
 int otel_thread_ctx_create_with(otel_thread_ctx **ctx,

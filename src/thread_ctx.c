@@ -421,14 +421,14 @@ static int find_attr(const struct otel_thread_ctx_record *r, unsigned int key)
 
 /* The bytes of struct otel_thread_ctx_options this version knows. */
 #define OPTIONS_KNOWN sizeof(struct otel_thread_ctx_options)
-_Static_assert(OPTIONS_KNOWN == offsetof(struct otel_thread_ctx_options, reserved) +
+_Static_assert(OPTIONS_KNOWN == offsetof(struct otel_thread_ctx_options, flags) +
 					sizeof(unsigned int),
 	       "no padding in the options: every byte is a field");
 
 OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
 					    const struct otel_thread_ctx_options *options)
 {
-	unsigned int capacity = OTEL_THREAD_CTX_ATTRS_MAX;
+	unsigned int capacity = 0, flags = 0;
 	struct otel_thread_ctx *ctx;
 
 	if (out == NULL)
@@ -438,12 +438,15 @@ OTEL_EXPORT int otel_thread_ctx_create_with(otel_thread_ctx **out,
 			return OTEL_THREAD_CTX_EOPTIONS;
 		if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_options, attrs_capacity))
 			capacity = options->attrs_capacity;
-		if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_options, reserved) &&
-		    options->reserved != 0)
-			return OTEL_THREAD_CTX_EOPTIONS;
-		if (capacity > OTEL_THREAD_CTX_ATTRS_MAX)
+		if (OTEL__OPTION_GIVEN(options, struct otel_thread_ctx_options, flags))
+			flags = options->flags;
+		if (capacity > OTEL_THREAD_CTX_ATTRS_MAX || (flags & ~OTEL_THREAD_CTX_OPTION_IDS_ONLY) != 0 ||
+		    ((flags & OTEL_THREAD_CTX_OPTION_IDS_ONLY) != 0 && capacity != 0))
 			return OTEL_THREAD_CTX_EOPTIONS;
 	}
+	/* Zero is the default, unless the caller asked for ids only. */
+	if (capacity == 0 && (flags & OTEL_THREAD_CTX_OPTION_IDS_ONLY) == 0)
+		capacity = OTEL_THREAD_CTX_ATTRS_MAX;
 	ctx = calloc(1, sizeof(*ctx) + OTEL_THREAD_CTX_RECORD_HEADER_SIZE + capacity);
 	if (ctx == NULL)
 		return OTEL_THREAD_CTX_ENOMEM;

@@ -53,14 +53,14 @@ int main(void)
 	SIZE(struct otel_thread_ctx_options, "options");
 	printf("options.size_field %zu\n", offsetof(struct otel_thread_ctx_options, size));
 	FIELD(struct otel_thread_ctx_options, "options", attrs_capacity);
-	FIELD(struct otel_thread_ctx_options, "options", reserved);
+	FIELD(struct otel_thread_ctx_options, "options", flags);
 	{
 		/* What the bindings' defaults must equal. */
 		struct otel_thread_ctx_options init = OTEL_THREAD_CTX_OPTIONS_INIT;
 
 		printf("options_init.size %zu\noptions_init.attrs_capacity %u\n"
-		       "options_init.reserved %u\n",
-		       init.size, init.attrs_capacity, init.reserved);
+		       "options_init.flags %u\n",
+		       init.size, init.attrs_capacity, init.flags);
 	}
 
 	SIZE(struct otel_thread_ctx_process_attr, "process_attr");

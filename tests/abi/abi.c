@@ -73,11 +73,11 @@ static int options_ctx(void)
 	EXPECT(capacity_of(ctx) == 257); /* 612 bytes: one 255-byte value fits */
 	otel_thread_ctx_destroy(ctx);
 
-	/* One that knows size and attrs_capacity, not reserved. */
+	/* One that knows size and attrs_capacity, not flags. */
 	memset(&b, 0, sizeof(b));
 	b.o.size = offsetof(struct otel_thread_ctx_options, attrs_capacity) + sizeof(unsigned int);
 	b.o.attrs_capacity = 10;
-	b.o.reserved = 1; /* past its size: must not be read */
+	b.o.flags = OTEL_THREAD_CTX_OPTION_IDS_ONLY; /* past its size: must not be read */
 	EXPECT_RC(otel_thread_ctx_create_with(&ctx, &b.o), 0);
 	EXPECT(capacity_of(ctx) == 10);
 	otel_thread_ctx_destroy(ctx);
@@ -108,12 +108,13 @@ static int options_ctx(void)
 		EXPECT_RC(otel_thread_ctx_create_with(&ctx, &b.o), OTEL_THREAD_CTX_EOPTIONS);
 		EXPECT(ctx == NULL);
 	}
-	/* reserved, and sizes that cannot be a caller's. */
+	/* A flag this version does not know, and sizes that cannot be a
+	 * caller's. */
 	memset(&b, 0, sizeof(b));
 	b.o.size = known;
-	b.o.reserved = 1;
+	b.o.flags = 2;
 	EXPECT_RC(otel_thread_ctx_create_with(&ctx, &b.o), OTEL_THREAD_CTX_EOPTIONS);
-	b.o.reserved = 0;
+	b.o.flags = 0;
 	b.o.size = sizeof(size_t) - 1;
 	EXPECT_RC(otel_thread_ctx_create_with(&ctx, &b.o), OTEL_THREAD_CTX_EOPTIONS);
 	b.o.size = 0;

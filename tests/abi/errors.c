@@ -51,6 +51,7 @@ static otel_thread_ctx *ctx_with(unsigned int capacity, int ids)
 	otel_thread_ctx *c;
 
 	o.attrs_capacity = capacity;
+	o.flags = capacity == 0 ? OTEL_THREAD_CTX_OPTION_IDS_ONLY : 0;
 	CHECK(otel_thread_ctx_create_with(&c, &o) == 0, "create_with");
 	if (ids)
 		CHECK(otel_thread_ctx_set_ids(c, T, S, 1) == 0, "set_ids");

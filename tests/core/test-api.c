@@ -125,8 +125,8 @@ START_TEST(create_with_follows_the_size_rule)
 	otel_thread_ctx *ctx = (otel_thread_ctx *)1;
 
 	ck_assert_uint_eq(o.size, sizeof(o));
-	ck_assert_uint_eq(o.attrs_capacity, OTEL_THREAD_CTX_ATTRS_MAX);
-	ck_assert_uint_eq(o.reserved, 0);
+	ck_assert_uint_eq(o.attrs_capacity, 0);
+	ck_assert_uint_eq(o.flags, 0);
 	ck_assert_otel(otel_thread_ctx_create_with(NULL, &o), OTEL_THREAD_CTX_ENULL);
 	ck_assert_otel(otel_thread_ctx_create_with(NULL, NULL), OTEL_THREAD_CTX_ENULL);
 
@@ -134,6 +134,20 @@ START_TEST(create_with_follows_the_size_rule)
 	ck_assert_ok(otel_thread_ctx_create_with(&ctx, NULL));
 	ck_assert_uint_eq(capacity_of(ctx), OTEL_THREAD_CTX_ATTRS_MAX);
 	otel_thread_ctx_destroy(ctx);
+	/* Every field zero: the defaults too (libbpf's rule), for
+	 * OTEL_THREAD_CTX_OPTIONS_INIT and a zeroed struct alike. */
+	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
+	ck_assert_uint_eq(capacity_of(ctx), OTEL_THREAD_CTX_ATTRS_MAX);
+	otel_thread_ctx_destroy(ctx);
+	{
+		struct otel_thread_ctx_options zero;
+
+		memset(&zero, 0, sizeof(zero));
+		zero.size = sizeof(zero);
+		ck_assert_ok(otel_thread_ctx_create_with(&ctx, &zero));
+		ck_assert_uint_eq(capacity_of(ctx), OTEL_THREAD_CTX_ATTRS_MAX);
+		otel_thread_ctx_destroy(ctx);
+	}
 
 	/* Exactly sizeof: every field is read. */
 	o.attrs_capacity = 40;
@@ -142,10 +156,10 @@ START_TEST(create_with_follows_the_size_rule)
 	otel_thread_ctx_destroy(ctx);
 
 	/* An older caller that knows size and attrs_capacity only: what lies
-	 * past them is not read (here, a reserved that would be refused). */
-	o.size = offsetof(struct otel_thread_ctx_options, reserved);
+	 * past them is not read (here, flags that would be refused). */
+	o.size = offsetof(struct otel_thread_ctx_options, flags);
 	o.attrs_capacity = 30;
-	o.reserved = 0xdeadbeef;
+	o.flags = 0xdeadbeef;
 	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
 	ck_assert_uint_eq(capacity_of(ctx), 30);
 	otel_thread_ctx_destroy(ctx);
@@ -188,15 +202,19 @@ START_TEST(create_with_follows_the_size_rule)
 	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &newer.o));
 	otel_thread_ctx_destroy(ctx);
 
-	/* reserved must be 0. */
+	/* Flags this version does not know are refused; so is ids only with
+	 * a capacity for attributes. */
 	ctx = (otel_thread_ctx *)1;
 	o.size = sizeof(o);
-	o.attrs_capacity = 10;
-	for (unsigned int bit = 0; bit < 32; bit++) {
-		o.reserved = 1u << bit;
+	o.attrs_capacity = 0;
+	for (unsigned int bit = 1; bit < 32; bit++) {
+		o.flags = 1u << bit;
 		ck_assert_otel(otel_thread_ctx_create_with(&ctx, &o), OTEL_THREAD_CTX_EOPTIONS);
 	}
-	o.reserved = 0;
+	o.attrs_capacity = 10;
+	o.flags = OTEL_THREAD_CTX_OPTION_IDS_ONLY;
+	ck_assert_otel(otel_thread_ctx_create_with(&ctx, &o), OTEL_THREAD_CTX_EOPTIONS);
+	o.flags = 0;
 	/* size below sizeof(size_t). */
 	for (size_t size = 0; size < sizeof(size_t); size++) {
 		o.size = size;
@@ -210,10 +228,17 @@ START_TEST(create_with_follows_the_size_rule)
 	ck_assert_otel(otel_thread_ctx_create_with(&ctx, &o), OTEL_THREAD_CTX_EOPTIONS);
 	ck_assert_ptr_eq(ctx, (otel_thread_ctx *)1); /* refusals store nothing */
 
-	/* The bounds themselves. */
+	/* The bounds themselves: ids only (no room at all), 1, and the
+	 * largest. */
 	o.attrs_capacity = 0;
+	o.flags = OTEL_THREAD_CTX_OPTION_IDS_ONLY;
 	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
 	ck_assert_uint_eq(capacity_of(ctx), 0);
+	otel_thread_ctx_destroy(ctx);
+	o.flags = 0;
+	o.attrs_capacity = 1;
+	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
+	ck_assert_uint_eq(capacity_of(ctx), 0); /* no entry fits in 1 byte */
 	otel_thread_ctx_destroy(ctx);
 	o.attrs_capacity = OTEL_THREAD_CTX_ATTRS_MAX;
 	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));

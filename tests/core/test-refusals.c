@@ -202,7 +202,7 @@ static int create_bad(struct fixture *f)
 {
 	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
 
-	o.reserved = 1;
+	o.flags = 2; /* a flag this version does not know */
 	return otel_thread_ctx_create_with(&f->made, &o);
 }
 
@@ -403,6 +403,7 @@ static otel_thread_ctx *create(unsigned int capacity)
 	otel_thread_ctx *ctx = NULL;
 
 	o.attrs_capacity = capacity;
+	o.flags = capacity == 0 ? OTEL_THREAD_CTX_OPTION_IDS_ONLY : 0;
 	return otel_thread_ctx_create_with(&ctx, &o) == 0 ? ctx : NULL;
 }
 

@@ -88,13 +88,14 @@ static inline otel_thread_ctx *new_ctx(void)
 	return ctx;
 }
 
-/* A context with room for `capacity` bytes of attributes. */
+/* A context with room for `capacity` bytes of attributes (0: ids only). */
 static inline otel_thread_ctx *new_ctx_sized(unsigned int capacity)
 {
 	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
 	otel_thread_ctx *ctx = NULL;
 
 	o.attrs_capacity = capacity;
+	o.flags = capacity == 0 ? OTEL_THREAD_CTX_OPTION_IDS_ONLY : 0;
 	ck_assert_ok(otel_thread_ctx_create_with(&ctx, &o));
 	ck_assert_ptr_nonnull(ctx);
 	return ctx;

@@ -853,6 +853,7 @@ static inline int storm_create(otel_thread_ctx **ctx, unsigned int capacity)
 	struct otel_thread_ctx_options o = OTEL_THREAD_CTX_OPTIONS_INIT;
 
 	o.attrs_capacity = capacity;
+	o.flags = capacity == 0 ? OTEL_THREAD_CTX_OPTION_IDS_ONLY : 0;
 	return STORM_CALL(otel_thread_ctx_create_with)(ctx, &o);
 }
 

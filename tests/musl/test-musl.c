@@ -93,7 +93,7 @@ static void test_api(void)
 	CHECK(otel_thread_ctx_v1 == NULL, "a new thread publishes nothing");
 	CHECK_OK(otel_thread_ctx_create(&a));
 	CHECK_OK(otel_thread_ctx_create(&b));
-	small_opts.attrs_capacity = 0;
+	small_opts.flags = OTEL_THREAD_CTX_OPTION_IDS_ONLY;
 	CHECK_OK(otel_thread_ctx_create_with(&small, &small_opts));
 
 	/* attach publishes a copy of what the context holds. */

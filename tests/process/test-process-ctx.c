@@ -626,6 +626,23 @@ START_TEST(schema_version_is_chosen_at_publish)
 	ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
 	otel_thread_ctx_inspect_process_snapshot_free(s);
 	ck_assert_ok(otel_thread_ctx_process_unpublish());
+	/* Every field zero is the defaults (libbpf's rule): a zeroed struct
+	 * whose size is set publishes as NULL options do. */
+	{
+		struct otel_thread_ctx_process_options zero;
+		struct otel_thread_ctx_process_info info;
+
+		memset(&zero, 0, sizeof(zero));
+		zero.size = sizeof(zero);
+		ck_assert_ok(otel_thread_ctx_process_publish_with(a, n, &zero));
+		s = read_self();
+		ck_assert_str_eq(s->schema_version, "tlsdesc_v1_dev");
+		ck_assert_uint_eq(s->attribute_count, 0);
+		otel_thread_ctx_inspect_process_snapshot_free(s);
+		ck_assert_ok(otel_thread_ctx_process_query(&info));
+		ck_assert_int_eq(info.published, 1);
+		ck_assert_ok(otel_thread_ctx_process_unpublish());
+	}
 
 	o.schema = OTEL_THREAD_CTX_PROCESS_SCHEMA_TLS_V1;
 	ck_assert_ok(otel_thread_ctx_process_publish_with(a, n, &o));

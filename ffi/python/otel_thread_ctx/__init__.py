@@ -324,7 +324,9 @@ class Context:
         ENOSPC (otel_thread_ctx_create_with)."""
         self._ptr = None
         self._capacity = ATTRS_MAX if capacity is None else _uint(capacity, "capacity")
-        options = _lib.Options(ctypes.sizeof(_lib.Options), self._capacity, 0)
+        # The C options' zero is the default capacity: ids only is a flag.
+        options = _lib.Options(ctypes.sizeof(_lib.Options), self._capacity,
+                               _lib.OPTION_IDS_ONLY if self._capacity == 0 else 0)
         ptr = ctypes.c_void_p()
         _check(_c.otel_thread_ctx_create_with(ctypes.byref(ptr), ctypes.byref(options)),
                "create_with")

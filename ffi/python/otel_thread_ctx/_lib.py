@@ -79,8 +79,12 @@ class Options(ctypes.Structure):
     _fields_ = [
         ("size", ctypes.c_size_t),
         ("attrs_capacity", ctypes.c_uint),
-        ("reserved", ctypes.c_uint),
+        ("flags", ctypes.c_uint),
     ]
+
+
+# struct otel_thread_ctx_options.flags: a context for ids only.
+OPTION_IDS_ONLY = 1
 
 
 class SelfCheck(ctypes.Structure):

@@ -264,8 +264,10 @@ impl Context {
     /// capacity above 612), ENOMEM.
     pub fn with_options(options: ContextOptions) -> Result<Context> {
         let mut raw = ptr::null_mut();
+        // The C options' zero is the default capacity: ids only is a flag.
         let c_options = sys::otel_thread_ctx_options {
             attrs_capacity: options.attrs_capacity,
+            flags: if options.attrs_capacity == 0 { sys::OTEL_THREAD_CTX_OPTION_IDS_ONLY } else { 0 },
             ..Default::default()
         };
         check(unsafe { sys::otel_thread_ctx_create_with(&mut raw, &c_options) })?;

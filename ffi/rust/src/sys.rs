@@ -82,20 +82,23 @@ pub const OTEL_THREAD_CTX_EFULL: c_int = -4026;
 pub struct otel_thread_ctx_options {
     /// `size_of::<otel_thread_ctx_options>()` as the caller knows it.
     pub size: usize,
-    /// Bytes of attribute entries the context can hold, 0 to
-    /// `OTEL_THREAD_CTX_ATTRS_MAX`.
+    /// Bytes of attribute entries the context can hold, 1 to
+    /// `OTEL_THREAD_CTX_ATTRS_MAX`; 0: the default (`OTEL_THREAD_CTX_ATTRS_MAX`).
     pub attrs_capacity: c_uint,
-    /// 0 (a field of a later version).
-    pub reserved: c_uint,
+    /// `OTEL_THREAD_CTX_OPTION_*` bits; 0: none.
+    pub flags: c_uint,
 }
+
+/// `otel_thread_ctx_options.flags`: a context for ids only (`attrs_capacity` 0).
+pub const OTEL_THREAD_CTX_OPTION_IDS_ONLY: c_uint = 1;
 
 impl Default for otel_thread_ctx_options {
     /// `OTEL_THREAD_CTX_OPTIONS_INIT`.
     fn default() -> Self {
         otel_thread_ctx_options {
             size: std::mem::size_of::<otel_thread_ctx_options>(),
-            attrs_capacity: OTEL_THREAD_CTX_ATTRS_MAX as c_uint,
-            reserved: 0,
+            attrs_capacity: 0,
+            flags: 0,
         }
     }
 }

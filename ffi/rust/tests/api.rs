@@ -478,15 +478,18 @@ fn options_refuse_what_this_version_does_not_know() {
         unsafe { sys::otel_thread_ctx_destroy(raw) };
         rc
     };
-    let options = |size: usize, capacity: u32, reserved: u32| {
+    let options = |size: usize, capacity: u32, flags: u32| {
         let mut b = size.to_ne_bytes().to_vec();
         b.extend_from_slice(&capacity.to_ne_bytes());
-        b.extend_from_slice(&reserved.to_ne_bytes());
+        b.extend_from_slice(&flags.to_ne_bytes());
         b
     };
     let known = std::mem::size_of::<sys::otel_thread_ctx_options>();
     assert_eq!(create(&options(known, 612, 0)), sys::OTEL_THREAD_CTX_OK);
-    assert_eq!(create(&options(known, 612, 1)), sys::OTEL_THREAD_CTX_EOPTIONS, "reserved");
+    assert_eq!(create(&options(known, 0, 0)), sys::OTEL_THREAD_CTX_OK, "zero: the default");
+    assert_eq!(create(&options(known, 0, 1)), sys::OTEL_THREAD_CTX_OK, "ids only");
+    assert_eq!(create(&options(known, 612, 1)), sys::OTEL_THREAD_CTX_EOPTIONS, "ids only, with room");
+    assert_eq!(create(&options(known, 0, 2)), sys::OTEL_THREAD_CTX_EOPTIONS, "an unknown flag");
     assert_eq!(create(&options(known, 613, 0)), sys::OTEL_THREAD_CTX_EOPTIONS);
     // A newer caller: zero bytes past the known ones are accepted, others not.
     let mut newer = options(known + 8, 10, 0);

@@ -59,7 +59,7 @@ fn rust_layout() -> BTreeMap<String, i64> {
     put("options.align", align_of::<sys::otel_thread_ctx_options>());
     put("options.size_field", offset!(sys::otel_thread_ctx_options, size));
     put("options.attrs_capacity", offset!(sys::otel_thread_ctx_options, attrs_capacity));
-    put("options.reserved", offset!(sys::otel_thread_ctx_options, reserved));
+    put("options.flags", offset!(sys::otel_thread_ctx_options, flags));
     put("process_attr.size", size_of::<sys::otel_thread_ctx_process_attr>());
     put("process_attr.align", align_of::<sys::otel_thread_ctx_process_attr>());
     put("process_attr.key", offset!(sys::otel_thread_ctx_process_attr, key));
@@ -97,7 +97,7 @@ fn rust_layout() -> BTreeMap<String, i64> {
     let init = sys::otel_thread_ctx_options::default();
     m.insert("options_init.size".to_string(), init.size as i64);
     m.insert("options_init.attrs_capacity".to_string(), i64::from(init.attrs_capacity));
-    m.insert("options_init.reserved".to_string(), i64::from(init.reserved));
+    m.insert("options_init.flags".to_string(), i64::from(init.flags));
     for (name, code) in errors() {
         m.insert(format!("error.{}", name), i64::from(code));
     }

@@ -25,6 +25,7 @@ internal static unsafe partial class Native
     internal const int ValueMax = 255;
     internal const int KeyMax = 255;
     internal const int KeyNameMax = 255;
+    internal const uint OptionIdsOnly = 1; // OTEL_THREAD_CTX_OPTION_IDS_ONLY
 
     [StructLayout(LayoutKind.Sequential)]
     internal struct Attr
@@ -38,8 +39,8 @@ internal static unsafe partial class Native
     internal struct Options
     {
         public nuint Size;
-        public uint AttrsCapacity;
-        public uint Reserved;
+        public uint AttrsCapacity; // 0: the default, 612
+        public uint Flags;         // OptionIdsOnly: no room for attributes
     }
 
     [StructLayout(LayoutKind.Sequential, Size = RecordSize)]

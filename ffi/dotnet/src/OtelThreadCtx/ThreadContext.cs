@@ -58,6 +58,8 @@ public sealed unsafe class ThreadContext : SafeHandle
         {
             Size = (nuint)sizeof(Native.Options),
             AttrsCapacity = unchecked((uint)attributesCapacity),
+            // The C options' zero is the default capacity: ids only is a flag.
+            Flags = attributesCapacity == 0 ? Native.OptionIdsOnly : 0u,
         };
         nint ctx;
         int rc = Native.CreateWith(&ctx, &options);
