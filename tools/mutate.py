@@ -23,7 +23,7 @@ compiler barrier no compiler needs today) whose file compiles to the same
 memory accesses in the same order is *equivalent*, and its tests are not
 run.  It prints one line per mutant and a summary; the exit status is 0 only
 if every mutant was killed or equivalent.  doc/testing.md, "Mutation check",
-says what the set covers and how long it takes.
+says how to run it and what it reports.
 """
 
 import argparse
