@@ -492,7 +492,7 @@ int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
  * entry's status is ETIMEDOUT (that thread's record was not read).  Each
  * entry has its own status.
  * Errors: ENULL (out NULL with cap > 0, or count NULL); ESRCH (the process
- * is gone); ESYS.
+ * is gone); EPERM (its task list may not be read); ENOMEM; ESYS.
  */
 int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
 				    struct otel_thread_ctx_inspect_thread *out, size_t cap,

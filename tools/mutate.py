@@ -474,7 +474,7 @@ MUTANTS = [
     # The inspector never blocks and never leaves a thread stopped.
     Mutant("inspect-stolen-stop", "inspector waits", THREADS,
            "\t\trc = probe_stopped(tid, resend);\n",
-           "\t\trc = 0 * probe_stopped(-1, resend);\n",
+           "\t\trc = -ESRCH + 0 * probe_stopped(-1, resend);\n",
            ["inspect-reaper"], "a stop whose report a reaper thread took is not noticed: "
            "the read waits for a report that never comes"),
     # The tools print what the process chose escaped.

@@ -20,16 +20,17 @@
 
 #define OTEL__INSPECT_ELF_MACHINE 183 /* EM_AARCH64 */
 
-/* The thread pointer of stopped tracee `tid`: 0 and *tp, or errno. */
+/* The thread pointer of stopped tracee `tid`: 0 and *tp, or a
+ * negative errno. */
 static inline int otel__inspect_thread_pointer(pid_t tid, uint64_t *tp)
 {
 	uint64_t regs[2] = { 0, 0 };
 	struct iovec iov = { regs, sizeof(regs) };
 
 	if (ptrace(PTRACE_GETREGSET, tid, (void *)0x401 /* NT_ARM_TLS */, &iov) != 0)
-		return errno;
+		return -errno;
 	if (iov.iov_len < sizeof(regs[0]))
-		return EIO;
+		return -ENODATA;
 	*tp = regs[0];
 	return 0;
 }

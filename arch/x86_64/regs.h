@@ -21,14 +21,15 @@
 
 #define OTEL__INSPECT_ELF_MACHINE 62 /* EM_X86_64 */
 
-/* The thread pointer of stopped tracee `tid`: 0 and *tp, or errno. */
+/* The thread pointer of stopped tracee `tid`: 0 and *tp, or a
+ * negative errno. */
 static inline int otel__inspect_thread_pointer(pid_t tid, uint64_t *tp)
 {
 	struct user_regs_struct regs;
 	struct iovec iov = { &regs, sizeof(regs) };
 
 	if (ptrace(PTRACE_GETREGSET, tid, (void *)1 /* NT_PRSTATUS */, &iov) != 0)
-		return errno;
+		return -errno;
 	*tp = regs.fs_base;
 	return 0;
 }

@@ -50,19 +50,14 @@ OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
 	return "unknown";
 }
 
-static int read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	return otel__remote_read(pid, addr, buf, len);
-}
-
 static int read_u64(pid_t pid, uint64_t addr, uint64_t *v)
 {
-	return read_remote(pid, addr, v, sizeof(*v));
+	return otel__remote_read(pid, addr, v, sizeof(*v));
 }
 
-/* The code for a failed read of something the process should hold there
- * (a GOT entry, a descriptor, a resolver's code): the errno mapping of
- * remote.c, where any error it has no code for is EFAULT. */
+/* The code for a failed read (a negative errno) of something the process
+ * should hold there (a GOT entry, a descriptor, a resolver's code): the
+ * mapping of remote.c, where any error it has no code for is EFAULT. */
 static int read_error(int err)
 {
 	int code = otel__remote_error(err);
@@ -241,7 +236,7 @@ static bool same_file(pid_t pid, int fd, const struct stat *st, const struct map
 	if (m->end - m->start < n)
 		n = (size_t)(m->end - m->start);
 	got = pread(fd, file, n, (off_t)m->offset);
-	return got > 0 && read_remote(pid, m->start, mem, (size_t)got) == 0 &&
+	return got > 0 && otel__remote_read(pid, m->start, mem, (size_t)got) == 0 &&
 	       memcmp(file, mem, (size_t)got) == 0;
 }
 
@@ -430,8 +425,8 @@ static int resolve_model(pid_t pid, const struct otel__elf *elf, const struct ot
 		 * musl's dynamic resolvers do.  A resolver that cannot be
 		 * read is EFAULT: it is the loader's code.
 		 */
-		if ((err = read_remote(pid, m->base + acc.desc.offset, desc, sizeof(desc))) != 0 ||
-		    (err = read_remote(pid, desc[0], code, sizeof(code))) != 0)
+		if ((err = otel__remote_read(pid, m->base + acc.desc.offset, desc, sizeof(desc))) != 0 ||
+		    (err = otel__remote_read(pid, desc[0], code, sizeof(code))) != 0)
 			return read_error(err);
 		if (otel__tlsdesc_resolver_is_static(code)) {
 			m->model = OTEL_THREAD_CTX_INSPECT_TLSDESC_STATIC;
@@ -547,7 +542,7 @@ static uint64_t anon_image_below(pid_t pid, const struct mapping_list *l, uint64
 		else
 			hi = mid;
 	}
-	if (lo == 0 || read_remote(pid, l->anon_x[lo - 1].start, magic, 4) != 0 ||
+	if (lo == 0 || otel__remote_read(pid, l->anon_x[lo - 1].start, magic, 4) != 0 ||
 	    memcmp(magic, "\x7f" "ELF", 4) != 0)
 		return 0;
 	return l->anon_x[lo - 1].start;
@@ -607,7 +602,7 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 		unsigned char magic[4];
 
 		if (f[i].offset != 0 ||
-		    (read_remote(pid, f[i].start, magic, 4) == 0 && memcmp(magic, "\x7f" "ELF", 4) != 0))
+		    (otel__remote_read(pid, f[i].start, magic, 4) == 0 && memcmp(magic, "\x7f" "ELF", 4) != 0))
 			continue;
 		any_zero = true;
 		if (open_module(pid, &f[i], &elf) != 0)

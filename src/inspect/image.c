@@ -35,22 +35,22 @@
 /* The AT_RANDOM entry of the auxiliary vector (elf.h). */
 #define OTEL__AT_RANDOM 25
 
-/* Reads the image's mark: 0, else a positive errno (no auxv: a kernel
+/* Reads the image's mark: 0, else a negative errno (no auxv: a kernel
  * thread, a process that is exiting; no right to read it). */
 int otel__inspect_image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16])
 {
 	char path[64];
 	uint64_t av[128];
 	ssize_t n;
-	int fd, err = ENOENT;
+	int fd, err = -ENOENT;
 
 	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno;
+		return -errno;
 	n = read(fd, av, sizeof(av));
 	if (n < 0)
-		err = errno;
+		err = -errno;
 	close(fd);
 	for (size_t i = 0; n > 0 && i + 1 < (size_t)n / sizeof(av[0]); i += 2)
 		if (av[i] == OTEL__AT_RANDOM) {

@@ -62,7 +62,7 @@ struct otel_thread_ctx_inspector {
 };
 
 /* image.c: the mark of the image (its AT_RANDOM bytes) and the signature
- * of its modules' mappings, taken when open() begins; 0 or a positive
+ * of its modules' mappings, taken when open() begins; 0 or a negative
  * errno. */
 int otel__inspect_image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16]);
 int otel__inspect_modules_signature(pid_t pid, uint64_t *sig);

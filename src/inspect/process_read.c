@@ -79,11 +79,6 @@ static int find_candidates(pid_t pid, bool self, struct candidate *c, size_t *n)
 
 /* --- Copying ---------------------------------------------------------------- */
 
-static int read_memory(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	return otel__remote_read(pid, addr, buf, len);
-}
-
 /* Gives the publisher time to finish an update. */
 static void back_off(unsigned int attempt)
 {
@@ -186,14 +181,14 @@ static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsig
 			retries++;
 			back_off(attempt);
 		}
-		e = read_memory(pid, c->start + PUBLISHED_AT_OFFSET, &before, sizeof(before));
-		if (e != 0 && self && (e == EPERM || e == ENOSYS)) {
+		e = otel__remote_read(pid, c->start + PUBLISHED_AT_OFFSET, &before, sizeof(before));
+		if (e != 0 && self && (e == -EPERM || e == -ENOSYS)) {
 			free(buf);
 			return read_own(c->start, out);
 		}
 		if (e != 0) {
 			/* EFAULT: the mapping went away (unpublished). */
-			err = e == EFAULT ? OTEL_THREAD_CTX_ENOENT : otel__remote_error(e);
+			err = e == -EFAULT ? OTEL_THREAD_CTX_ENOENT : otel__remote_error(e);
 			break;
 		}
 		if (before == 0) {
@@ -201,9 +196,9 @@ static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsig
 			continue;
 		}
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		e = read_memory(pid, c->start, &h, sizeof(h));
+		e = otel__remote_read(pid, c->start, &h, sizeof(h));
 		if (e != 0) {
-			err = e == EFAULT ? OTEL_THREAD_CTX_ENOENT : otel__remote_error(e);
+			err = e == -EFAULT ? OTEL_THREAD_CTX_ENOENT : otel__remote_error(e);
 			break;
 		}
 		err = check_header(&h);
@@ -225,12 +220,12 @@ static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsig
 				buf = bigger;
 				buf_cap = h.payload_size;
 			}
-			payload_error = read_memory(pid, h.payload, buf, h.payload_size);
+			payload_error = otel__remote_read(pid, h.payload, buf, h.payload_size);
 		}
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		e = read_memory(pid, c->start + PUBLISHED_AT_OFFSET, &after, sizeof(after));
+		e = otel__remote_read(pid, c->start + PUBLISHED_AT_OFFSET, &after, sizeof(after));
 		if (e != 0) {
-			err = e == EFAULT ? OTEL_THREAD_CTX_ENOENT : otel__remote_error(e);
+			err = e == -EFAULT ? OTEL_THREAD_CTX_ENOENT : otel__remote_error(e);
 			break;
 		}
 		if (after != before) {
@@ -243,7 +238,7 @@ static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsig
 			break;
 		}
 		if (payload_error != 0) {
-			err = payload_error == EFAULT ? OTEL_THREAD_CTX_EFAULT : otel__remote_error(payload_error);
+			err = otel__remote_error(payload_error);
 			break;
 		}
 		err = otel_thread_ctx_inspect_process_decode(buf, h.payload_size, out);

@@ -14,9 +14,11 @@
 #include "inspect.h"
 #include "remote.h"
 
-int otel__remote_error(int err)
+int otel__remote_error(int neg_errno)
 {
-	switch (err) {
+	switch (-neg_errno) {
+	case 0:
+		return OTEL_THREAD_CTX_OK;
 	case ESRCH:
 	case ENOENT:
 		return OTEL_THREAD_CTX_ESRCH;
@@ -29,8 +31,10 @@ int otel__remote_error(int err)
 		return OTEL_THREAD_CTX_EFAULT;
 	case ENOMEM:
 		return OTEL_THREAD_CTX_ENOMEM;
+	case ETIMEDOUT:
+		return OTEL_THREAD_CTX_ETIMEDOUT;
 	}
-	errno = err;
+	errno = -neg_errno;
 	return OTEL_THREAD_CTX_ESYS;
 }
 
@@ -42,7 +46,7 @@ int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 	if (got == (ssize_t)len)
 		return 0;
-	return got < 0 ? errno : EFAULT;
+	return got < 0 ? -errno : -EFAULT;
 }
 
 ssize_t otel__remote_proc_text(char *buf, size_t len, const char *fmt, ...)
@@ -196,7 +200,7 @@ int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, v
 		snprintf(path, sizeof(path), "/proc/%ld/maps", (long)pid);
 	f = fopen(path, "re");
 	if (f == NULL)
-		return otel__remote_error(errno);
+		return otel__remote_error(-errno);
 	errno = 0;
 	while (getline(&line, &cap, f) > 0) {
 		struct otel__maps_entry e;
@@ -208,7 +212,7 @@ int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, v
 	/* Maps that cannot be read (no permission, a process that is gone)
 	 * fail at read time, not at open. */
 	if (ferror(f))
-		err = otel__remote_error(errno != 0 ? errno : EIO);
+		err = otel__remote_error(errno != 0 ? -errno : -EIO);
 	free(line);
 	fclose(f);
 	return err;

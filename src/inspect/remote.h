@@ -12,15 +12,18 @@
 #include <sys/types.h>
 
 /*
- * The library's code for an errno: ESRCH and ENOENT (a /proc file of a
- * process that is gone) -> ESRCH; EPERM, EACCES and ENOSYS (no
- * process_vm_readv()) -> EPERM; EFAULT and EIO -> EFAULT; ENOMEM -> ENOMEM;
- * anything else -> ESYS, with errno set to it.
+ * The inspector's internal functions return 0 or a negative errno, as its
+ * public ones return 0 or a negative code.  This is the one mapping from
+ * the first to the second: -ESRCH and -ENOENT (a /proc file of a process
+ * that is gone) -> ESRCH; -EPERM, -EACCES and -ENOSYS (no
+ * process_vm_readv()) -> EPERM; -EFAULT and -EIO -> EFAULT; -ENOMEM ->
+ * ENOMEM; -ETIMEDOUT -> ETIMEDOUT; 0 -> OK; anything else -> ESYS, with
+ * errno set to the errno.
  */
-int otel__remote_error(int err);
+int otel__remote_error(int neg_errno);
 
 /* Copies `len` bytes at `addr` of process `pid` (process_vm_readv()).
- * Returns 0, or an errno (EFAULT for a short copy). */
+ * Returns 0, or a negative errno (-EFAULT for a short copy). */
 int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 /*

@@ -46,13 +46,13 @@ static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_
 
 	if (addr % 2 != 0)
 		return OTEL_THREAD_CTX_EFORMAT;
-	if (otel__remote_read(pid, addr, buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE) != 0)
+	if (otel__remote_read(pid, addr, buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE) < 0)
 		return OTEL_THREAD_CTX_EFAULT;
 	memcpy(&size, buf + offsetof(struct otel_thread_ctx_record, attrs_data_size), sizeof(size));
 	out->attrs_data_size = size;
 	n = size > OTEL_THREAD_CTX_ATTRS_MAX ? OTEL_THREAD_CTX_ATTRS_MAX : size;
 	if (buf[offsetof(struct otel_thread_ctx_record, valid)] == 1 && n > 0 &&
-	    otel__remote_read(pid, addr + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, buf + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, n) != 0)
+	    otel__remote_read(pid, addr + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, buf + OTEL_THREAD_CTX_RECORD_HEADER_SIZE, n) < 0)
 		return OTEL_THREAD_CTX_EFAULT;
 	rc = otel__record_decode(buf, OTEL_THREAD_CTX_RECORD_HEADER_SIZE + n, r);
 	if (rc != 0)
@@ -145,17 +145,17 @@ static int64_t now_ns(void)
  * the tracer's ptrace requests work on it.  PTRACE_GETSIGINFO succeeds only
  * on a stopped tracee (ESRCH while it runs) and tells the interrupt's
  * PTRACE_EVENT_STOP (si_code: the event above SIGTRAP, as in the wait
- * status) from a signal on its way to the thread.  1 stopped (*resend set),
- * 0 not stopped, or a positive errno.
+ * status) from a signal on its way to the thread.  0 stopped (*resend
+ * set), -ESRCH not stopped, or another negative errno.
  */
 static int probe_stopped(pid_t tid, int *resend)
 {
 	siginfo_t si;
 
 	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) != 0)
-		return errno == ESRCH ? 0 : -errno;
+		return -errno;
 	*resend = (si.si_code >> 8) == PTRACE_EVENT_STOP ? 0 : si.si_signo;
-	return 1;
+	return 0;
 }
 
 /* How much longer wait_stopped() waits for a thread that is runnable. */
@@ -171,10 +171,10 @@ static int probe_stopped(pid_t tid, int *resend)
  * polled (waitpid(WNOHANG) on this thread only), and the stop itself
  * checked with probe_stopped() in case another thread collected the report.
  * Returns 0 with *resend the signal to hand back at detach (0 for none);
- * ESRCH when the thread exited (its exit reaped here or elsewhere);
- * EXITING_UNREAPED; ETIMEDOUT when it had not stopped by the deadline, or
+ * -ESRCH when the thread exited (its exit reaped here or elsewhere);
+ * -EXITING_UNREAPED; -ETIMEDOUT when it had not stopped by the deadline, or
  * by RUNNABLE_GRACE_NS after it while runnable (it is still attached, and
- * will stop when it can); another errno.
+ * will stop when it can); another negative errno.
  */
 static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 {
@@ -188,11 +188,11 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == ECHILD ? ESRCH : errno;
+			return errno == ECHILD ? -ESRCH : -errno;
 		}
 		if (got == tid) {
 			if (WIFEXITED(status) || WIFSIGNALED(status))
-				return ESRCH;
+				return -ESRCH;
 			if (!WIFSTOPPED(status))
 				continue;
 			/* PTRACE_EVENT_STOP: the interrupt or a group-stop;
@@ -203,8 +203,8 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 			return 0;
 		}
 		rc = probe_stopped(tid, resend);
-		if (rc != 0)
-			return rc > 0 ? 0 : -rc;
+		if (rc != -ESRCH)
+			return rc;
 		/* A thread that has a CPU stops within microseconds: look
 		 * again at once a few times; then sleep, longer and longer
 		 * (up to 1 ms).  No sched_yield(): on a loaded machine one
@@ -219,13 +219,13 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 				char c = thread_state(pid, tid);
 
 				if (c == 'Z' || c == 'X' || c == 'x')
-					return EXITING_UNREAPED;
+					return -EXITING_UNREAPED;
 				/* A runnable thread stops as soon as it gets
 				 * a CPU, which only an overloaded machine
 				 * delays: it gets RUNNABLE_GRACE_NS more. */
 				if (now >= deadline &&
 				    (c != 'R' || now >= deadline + RUNNABLE_GRACE_NS))
-					return ETIMEDOUT;
+					return -ETIMEDOUT;
 			}
 		}
 		{
@@ -236,6 +236,14 @@ static int wait_stopped(pid_t pid, pid_t tid, int64_t deadline, int *resend)
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+/* Sets out's status to the code of `err`, a negative errno, and sys_errno
+ * to the errno.  Returns the status. */
+static int thread_error(struct otel_thread_ctx_inspect_thread *out, int err)
+{
+	out->sys_errno = -err;
+	return out->status = otel__remote_error(err);
 }
 
 /* The one mapping of the walk's statuses to the inspector's codes. */
@@ -285,10 +293,8 @@ static int sample_walk(otel_thread_ctx_inspector *insp, pid_t tid,
 	uint32_t seen = 0;
 	bool null_seen = false;
 
-	if (err != 0) {
-		out->sys_errno = err;
-		return err == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
-	}
+	if (err != 0)
+		return thread_error(out, err);
 	for (size_t i = 0; i < insp->info.module_count; i++) {
 		struct otel_thread_ctx_bpf_walk w;
 		int rc = walk_module(insp, i, tid, out->thread_pointer, &w);
@@ -352,41 +358,32 @@ static bool read_attached(otel_thread_ctx_inspector *insp, pid_t tid,
 	int err, resend = 0;
 
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
-		out->sys_errno = errno;
+		thread_error(out, -errno);
 		/* The kernel refuses to attach to an exiting thread (EPERM). */
-		if (errno == ESRCH || (errno == EPERM && thread_exiting(insp->info.pid, tid)))
+		if (out->sys_errno == EPERM && thread_exiting(insp->info.pid, tid))
 			out->status = OTEL_THREAD_CTX_ESRCH;
-		else
-			out->status = otel__remote_error(errno) == OTEL_THREAD_CTX_EFAULT ?
-					      OTEL_THREAD_CTX_ESYS : otel__remote_error(errno);
 		return true;
 	}
 	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
 		/* It is exiting (ESRCH) or something else went wrong; either
 		 * way it is attached and not stopped. */
-		out->sys_errno = errno;
-		out->status = errno == ESRCH ? OTEL_THREAD_CTX_ESRCH : OTEL_THREAD_CTX_ESYS;
+		thread_error(out, -errno);
 		return false;
 	}
 	err = wait_stopped(insp->info.pid, tid,
 			   now_ns() + (int64_t)OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS * 1000000, &resend);
 	if (err != 0) {
-		out->sys_errno = err == EXITING_UNREAPED ? ESRCH : err;
-		out->status = err == ETIMEDOUT ? OTEL_THREAD_CTX_ETIMEDOUT :
-			      err == ESRCH || err == EXITING_UNREAPED ? OTEL_THREAD_CTX_ESRCH :
-									OTEL_THREAD_CTX_ESYS;
+		thread_error(out, err == -EXITING_UNREAPED ? -ESRCH : err);
 		/* ESRCH: its exit was reaped, here or by another thread of
 		 * this process (waitpid() then says ECHILD): nothing is left
 		 * attached. */
-		return err == ESRCH;
+		return err == -ESRCH;
 	}
 	out->status = sample_stopped(insp, tid, out);
 	/* Detaching resumes the thread (or returns it to its group-stop). */
 	if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)resend) != 0) {
-		if (errno != ESRCH && out->status == OTEL_THREAD_CTX_OK) {
-			out->sys_errno = errno;
-			out->status = OTEL_THREAD_CTX_ESYS;
-		}
+		if (errno != ESRCH && out->status == OTEL_THREAD_CTX_OK)
+			thread_error(out, -errno);
 		return false;
 	}
 	return true;
@@ -449,7 +446,7 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
-/* Starts insp's tracer; 0 or an errno. */
+/* Starts insp's tracer; 0 or a negative errno. */
 static int tracer_start(otel_thread_ctx_inspector *insp)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
@@ -457,7 +454,7 @@ static int tracer_start(otel_thread_ctx_inspector *insp)
 	int err;
 
 	if (t == NULL)
-		return ENOMEM;
+		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	t->insp = insp;
@@ -470,7 +467,7 @@ static int tracer_start(otel_thread_ctx_inspector *insp)
 		pthread_cond_destroy(&t->cond);
 		pthread_mutex_destroy(&t->lock);
 		free(t);
-		return err;
+		return -err;
 	}
 	insp->tracer = t;
 	return 0;
@@ -524,10 +521,8 @@ static int tracer_read(otel_thread_ctx_inspector *insp, pid_t tid,
 
 	if (insp->tracer != NULL && insp->tracer->owner != getpid())
 		otel__inspect_tracer_end(insp);
-	if (insp->tracer == NULL && (err = tracer_start(insp)) != 0) {
-		out->sys_errno = err;
-		return out->status = err == ENOMEM ? OTEL_THREAD_CTX_ENOMEM : OTEL_THREAD_CTX_ESYS;
-	}
+	if (insp->tracer == NULL && (err = tracer_start(insp)) != 0)
+		return thread_error(out, err);
 	t = insp->tracer;
 	pthread_mutex_lock(&t->lock);
 	t->target = tid;
@@ -571,8 +566,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)insp->info.pid);
 	dir = opendir(path);
 	if (dir == NULL)
-		return otel__remote_error(errno) == OTEL_THREAD_CTX_ESRCH ? OTEL_THREAD_CTX_ESRCH :
-								    OTEL_THREAD_CTX_ESYS;
+		return otel__remote_error(-errno);
 	while ((de = readdir(dir)) != NULL) {
 		char *end;
 		long tid = strtol(de->d_name, &end, 10);
