@@ -19,19 +19,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "elf_reader.h"
 #include "inspect.h"
 #include "remote.h"
-
-#if defined(__x86_64__)
-#include "x86_64/regs.h"
-#include "x86_64/tlsdesc.h"
-#elif defined(__aarch64__)
-#include "aarch64/regs.h"
-#include "aarch64/tlsdesc.h"
-#else
-#error "otel-thread-ctx: the inspector supports x86-64 and aarch64 only"
-#endif
 
 OTEL_EXPORT const char *otel_thread_ctx_inspect_model_name(int model)
 {

@@ -22,18 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "inspect.h"
 #include "remote.h"
-
-#if defined(__x86_64__)
-#include "x86_64/regs.h"
-#elif defined(__aarch64__)
-#include "aarch64/regs.h"
-#else
-#error "otel-thread-ctx: the inspector supports x86-64 and aarch64 only"
-#endif
-
-#include "otel_thread_ctx_inspect_bpf.h"
 
 /* Reads and decodes the record at `addr` into out. */
 static int read_record(pid_t pid, uint64_t addr, struct otel_thread_ctx_inspect_thread *out)
