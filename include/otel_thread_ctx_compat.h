@@ -182,7 +182,8 @@ bool otel_process_ctx_drop_current(void);
 #ifndef OTEL_PROCESS_CTX_NO_READ
 /*
  * Decodes the context libotel-thread-ctx publishes in this process (taken
- * with otel_thread_ctx_process_copy(), decoded by libotel-thread-ctx-inspect).
+ * with otel_thread_ctx_process_copy(), decoded by the decoder the project's
+ * readers use, compiled into this library).
  * Fails when nothing is published, or when the published context is not one
  * this API can express (a missing one of the seven fields, a value that is
  * not a string: possible when it was published with the project's own

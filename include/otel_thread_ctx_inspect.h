@@ -112,9 +112,9 @@
  * -------
  * libotel-thread-ctx-inspect (pkg-config otel-thread-ctx-inspect), what a
  * profiler or a debugging tool links to read other processes.  It needs
- * libotel-thread-ctx (for the record decoder and, in this process, the
- * publisher's copy), never the other way round: a tracer links
- * libotel-thread-ctx alone.
+ * libc alone: the record decoder is compiled in, and this process's own
+ * publisher, if one is loaded, is reached through weak references.  A
+ * tracer links libotel-thread-ctx alone; neither library needs the other.
  *
  * Return values
  * -------------
@@ -534,7 +534,8 @@ int otel_thread_ctx_inspect_bpf_proc(const otel_thread_ctx_inspector *insp,
  * modules it has loaded: address, device, inode and path of each), in
  * *signature.  It changes when the process loads or unloads a module, and
  * not when it maps anonymous memory or starts threads.
- * Errors: ENULL; ESRCH; EPERM (its maps may not be read); ESYS.
+ * Errors: ENULL; ESRCH; EPERM (its maps may not be read); EFAULT (they
+ * could not be read to the end); ENOMEM; ESYS.
  */
 int otel_thread_ctx_inspect_maps_signature(pid_t pid, uint64_t *signature);
 

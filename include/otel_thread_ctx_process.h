@@ -183,8 +183,9 @@ struct otel_thread_ctx_process_attr {
  * and strings may be freed afterwards.
  * Errors: ENULL (resource NULL with count > 0, a NULL key or string);
  * EATTR; EUTF8 (a string value); E2BIG; EPUBLISHED when already published
- * (use otel_thread_ctx_process_update()); EMAP; ENOMEM.  On error nothing is
- * published.
+ * (use otel_thread_ctx_process_update()); EMAP; ENOMEM; ESYS (madvise()
+ * refused to keep the mapping out of children; errno says why).  On error
+ * nothing is published.
  */
 int otel_thread_ctx_process_publish(const struct otel_thread_ctx_process_attr *resource, size_t count);
 

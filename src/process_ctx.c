@@ -646,6 +646,9 @@ static int publish(const struct otel_thread_ctx_process_attr *resource, size_t c
 	size_t res_len;
 	uint32_t len;
 
+	/* A missing pointer before what the options get wrong. */
+	if (resource == NULL && count > 0)
+		return OTEL_THREAD_CTX_ENULL;
 	err = read_options(options, &p);
 	if (err)
 		return err;

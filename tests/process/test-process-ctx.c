@@ -666,6 +666,9 @@ START_TEST(schema_version_is_chosen_at_publish)
 	o.on_fork = 0;
 	o.size = 1;
 	ck_assert_otel(otel_thread_ctx_process_publish_with(a, n, &o), OTEL_THREAD_CTX_EOPTIONS);
+	/* A missing pointer comes first (otel_thread_ctx.h, "Errors"). */
+	ck_assert_otel(otel_thread_ctx_process_publish_with(NULL, 1, &o), OTEL_THREAD_CTX_ENULL);
+	ck_assert_otel(otel_thread_ctx_process_update_with(NULL, 1, &o), OTEL_THREAD_CTX_ENULL);
 	{
 		struct otel_thread_ctx_process_info info;
 
