@@ -376,6 +376,7 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size
 	for (size_t i = 0; i < n; i++) {
 		unsigned int key = attrs[i].key, len = attrs[i].len;
 		const uint8_t *value = attrs[i].value;
+		size_t next = size + ENTRY_HEADER + len;
 		uint64_t bit;
 
 		if (value == NULL && len != 0)
@@ -385,7 +386,7 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size
 			return key > OTEL_THREAD_CTX_KEY_MAX ? OTEL_THREAD_CTX_EKEY
 							     : OTEL_THREAD_CTX_EVALUE;
 		/* Written as it is checked, where there is room: one pass. */
-		if (out != NULL && size + ENTRY_HEADER + len <= capacity) {
+		if (out != NULL && next <= capacity) {
 			if (ascii_only) {
 				if (otel__copy_or(out + size + ENTRY_HEADER, value, len) &
 				    OTEL__NOT_ASCII)
@@ -402,9 +403,9 @@ __attribute__((always_inline)) static inline int attrs_encode(uint8_t *out, size
 		if (seen[key / 64] & bit)
 			return OTEL_THREAD_CTX_EDUPKEY;
 		seen[key / 64] |= bit;
-		if (size + ENTRY_HEADER + len > capacity)
+		if (next > capacity)
 			return OTEL_THREAD_CTX_ENOSPC;
-		size += ENTRY_HEADER + len;
+		size = next;
 	}
 	return (int)size;
 }

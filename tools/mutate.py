@@ -180,9 +180,19 @@ MUTANTS = [
            ["api-static", "refusals-static"],
            "a trace id without a span id (or the reverse) is accepted"),
     Mutant("bound-capacity", "bounds", TC,
-           "\t\tif (size + ENTRY_HEADER + len > capacity)",
-           "\t\tif (size + ENTRY_HEADER + len > capacity + 1)",
+           "\t\tif (next > capacity)",
+           "\t\tif (next > capacity + 1)",
            ["refusals-static"], "attributes one byte over the capacity are accepted"),
+    # A value of 8 to 16 bytes is copied and checked as two words.
+    Mutant("copy-short-tail-unchecked", "utf8", "src/format/utf8.h",
+           "\t\tacc = w | v;\n", "\t\tacc = w;\n",
+           ["refusals-static", "api-static"],
+           "a value of 9 to 16 bytes whose bytes past the eighth are not ASCII is stored "
+           "unchecked"),
+    Mutant("copy-short-tail-dropped", "utf8", "src/format/utf8.h",
+           "\t\tmemcpy(dst + n - 8, &v, sizeof(v));\n", "",
+           ["record-static", "api-static"],
+           "the last bytes of a value of 9 to 16 bytes are not copied"),
     # Bounds: readers stay inside the record, whatever it says.
     Mutant("bound-entry-key", "bounds", RECORD_C,
            "if (at + 2 > size ||", "if (at + 1 > size ||",

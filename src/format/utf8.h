@@ -99,7 +99,17 @@ static inline uint64_t otel__copy_or(uint8_t *dst, const void *src, size_t n)
 	const uint8_t *s = src;
 	uint64_t acc = 0, w;
 
-	if (n >= 8) {
+	if (n >= 8 && n <= 16) {
+		/* The common size of a value, in two words that may overlap:
+		 * no loop. */
+		uint64_t v;
+
+		memcpy(&w, s, sizeof(w));
+		memcpy(&v, s + n - 8, sizeof(v));
+		memcpy(dst, &w, sizeof(w));
+		memcpy(dst + n - 8, &v, sizeof(v));
+		acc = w | v;
+	} else if (n >= 8) {
 		for (size_t i = 0; i + 8 < n; i += 8) {
 			memcpy(&w, s + i, sizeof(w));
 			memcpy(dst + i, &w, sizeof(w));
