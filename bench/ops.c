@@ -55,7 +55,7 @@ static void set_attrs(otel_thread_ctx *ctx, unsigned k)
 }
 
 /* A context with trace k's ids and `span`, and, when asked, its four
- * attributes; span-only (capacity 0) without them. */
+ * attributes; span-only (ids only) without them. */
 otel_thread_ctx *make_ctx(unsigned k, const uint8_t span[8], bool attrs)
 {
 	otel_thread_ctx *ctx;
@@ -316,7 +316,7 @@ struct op ops[] = {
 	OP("own", "(d) swap, the library's TLSDESC access", BASELINE, 1, false, 0, 0, false,
 	   run_own_swap),
 #endif
-	OP("attach", "attach, span-only context (capacity 0)", LIBRARY, 1, false, 1.3, 1.1, true,
+	OP("attach", "attach, span-only context (ids only)", LIBRARY, 1, false, 1.3, 1.1, true,
 	   run_attach),
 	OP("attach_attrs", "attach, 4 x 16 B attributes", LIBRARY, 1, true, 1.6, 0, true,
 	   run_attach),
