@@ -90,6 +90,11 @@ struct mapping_list {
 	struct span *anon_x;
 	size_t nanon, anon_cap;
 	int err;
+	/* What else open() needs of the maps, from the same pass: the
+	 * modules' signature (image.c) and the process context's
+	 * candidates (process_read.c). */
+	uint64_t signature;
+	struct otel__process_candidates ctx;
 };
 
 /* Appends [start, end) to l->anon_x; 1 when out of memory. */
@@ -115,6 +120,8 @@ static int add_mapping(const struct otel__maps_entry *e, void *arg)
 	struct mapping_list *l = arg;
 	struct mapping *m;
 
+	otel__inspect_sign_module_mapping(&l->signature, e);
+	otel__inspect_process_candidate(&l->ctx, e);
 	/* Files only: a path and an inode ("[heap]", anonymous memory and
 	 * the like have neither); and executable memory without a file, where
 	 * a program may have copied its code (text remapped onto huge pages). */
@@ -176,6 +183,7 @@ static int list_mappings(pid_t pid, struct mapping_list *l)
 	int err;
 
 	memset(l, 0, sizeof(*l));
+	l->signature = OTEL__SIGNATURE_INIT;
 	err = otel__remote_maps(pid, add_mapping, l);
 	if (err == 0)
 		err = l->err;
@@ -574,6 +582,41 @@ static int image_at(struct otel_thread_ctx_inspector *insp, const struct mapping
  * loaded image of it, when it defines the slot.  *defined is set when it
  * does; *model_err holds the last model error.
  */
+/* How many of a file's mappings image_heads() looks at in one read. */
+#define HEADS_BATCH 256
+
+/*
+ * Which of the file's mappings f[from ..] that start at its offset 0 (up to
+ * HEADS_BATCH of them) may hold a loaded image: their first 4 bytes are the
+ * ELF magic, or cannot be read (the benefit of the doubt).  One read for
+ * all of them (a file mapped thousands of times costs one system call per
+ * batch, not per mapping); those after one that cannot be read are read
+ * one at a time.  Fills at[] (indices in f) and may[]; returns how many,
+ * and in *next where the next batch starts.
+ */
+static size_t image_heads(pid_t pid, const struct mapping *f, size_t n, size_t from, size_t *next,
+			  size_t at[HEADS_BATCH], bool may[HEADS_BATCH])
+{
+	uint64_t addr[HEADS_BATCH];
+	unsigned char magic[HEADS_BATCH][4];
+	size_t k = 0, i = from, good;
+
+	for (; i < n && k < HEADS_BATCH; i++) {
+		if (f[i].offset != 0)
+			continue;
+		at[k] = i;
+		addr[k++] = f[i].start;
+	}
+	*next = i;
+	good = otel__remote_read_many(pid, addr, k, magic, 4);
+	for (size_t j = 0; j < k; j++) {
+		bool read = j < good || otel__remote_read(pid, addr[j], magic[j], 4) == 0;
+
+		may[j] = !read || memcmp(magic[j], "\x7f" "ELF", 4) == 0;
+	}
+	return k;
+}
+
 static int file_modules(struct otel_thread_ctx_inspector *insp, const struct mapping_list *l,
 			const struct mapping *f, size_t n, int *defined, int *model_err)
 {
@@ -587,17 +630,19 @@ static int file_modules(struct otel_thread_ctx_inspector *insp, const struct map
 
 	/* A loaded image starts with the ELF header: the files mapped
 	 * otherwise (data, an index: thousands in some processes) are not
-	 * opened at all.  A mapping that cannot be read is given the benefit
-	 * of the doubt. */
-	for (size_t i = 0; i < n && elf == NULL; i++) {
-		unsigned char magic[4];
+	 * opened at all. */
+	for (size_t from = 0, next; from < n && elf == NULL; from = next) {
+		size_t at[HEADS_BATCH], k;
+		bool may[HEADS_BATCH];
 
-		if (f[i].offset != 0 ||
-		    (otel__remote_read(pid, f[i].start, magic, 4) == 0 && memcmp(magic, "\x7f" "ELF", 4) != 0))
-			continue;
-		any_zero = true;
-		if (open_module(pid, &f[i], &elf) != 0)
-			elf = NULL;
+		k = image_heads(pid, f, n, from, &next, at, may);
+		for (size_t j = 0; j < k && elf == NULL; j++) {
+			if (!may[j])
+				continue;
+			any_zero = true;
+			if (open_module(pid, &f[at[j]], &elf) != 0)
+				elf = NULL;
+		}
 	}
 	/* No mapping of offset 0: the file's first page may have been copied
 	 * with its code onto memory without a file, right below the rest. */
@@ -669,14 +714,17 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	insp->info.pid = pid;
 	insp->mem = otel__remote_memory_task(pid);
 	/* The image and its modules as they are before anything is read
-	 * (otel__inspect_image_unchanged() compares them at the end). */
-	insp->signature_known = otel__inspect_modules_signature(insp->mem, &insp->signature) == 0;
+	 * (otel__inspect_image_unchanged() compares them at the end): the
+	 * mark, then the signature of the maps listed, in one pass over them
+	 * (they are the longest thing read: 60,000 lines in some processes). */
 	insp->mark_known = otel__inspect_image_mark(insp->mem, &insp->mark_at, insp->mark) == 0;
 	err = list_mappings(insp->mem, &maps);
 	if (err != 0) {
 		free_inspector(insp);
 		return err;
 	}
+	insp->signature = maps.signature;
+	insp->signature_known = true;
 	if (maps.count == 0) {
 		/* No file mapped: gone or exiting (no thread has memory), a
 		 * kernel thread (maps that may not be read fail to open,
@@ -716,7 +764,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->info.modules = insp->modules;
 	insp->info.module_count = insp->count;
-	insp->info.process_ctx_status = otel_thread_ctx_inspect_process_read(pid, 0, &insp->pctx);
+	insp->info.process_ctx_status = otel__inspect_process_read_candidates(pid, &maps.ctx, &insp->pctx);
 	insp->info.process_ctx = insp->pctx;
 	/* All of it from one image with the same modules, or nothing. */
 	err = settle(insp, OTEL_THREAD_CTX_OK);

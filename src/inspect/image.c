@@ -63,23 +63,28 @@ int otel__inspect_image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16])
 /* Each mapping of a file from its start, by address, device and inode
  * (FNV-1a): what the modules are.  Not the path, which gains " (deleted)"
  * when the file is replaced on disk while the process keeps its memory. */
-static int sign_module_mapping(const struct otel__maps_entry *e, void *arg)
+void otel__inspect_sign_module_mapping(uint64_t *h, const struct otel__maps_entry *e)
 {
-	uint64_t *h = arg, v[3] = { e->start, (uint64_t)e->dev_major << 32 | e->dev_minor, e->inode };
+	uint64_t v[3] = { e->start, (uint64_t)e->dev_major << 32 | e->dev_minor, e->inode };
 	const unsigned char *p = (const unsigned char *)v;
 
 	if (e->offset != 0 || e->name[0] != '/')
-		return 0;
+		return;
 	for (size_t i = 0; i < sizeof(v); i++) {
 		*h ^= p[i];
 		*h *= UINT64_C(0x100000001b3);
 	}
+}
+
+static int sign_module_mapping(const struct otel__maps_entry *e, void *arg)
+{
+	otel__inspect_sign_module_mapping(arg, e);
 	return 0;
 }
 
 int otel__inspect_modules_signature(pid_t pid, uint64_t *sig)
 {
-	*sig = UINT64_C(0xcbf29ce484222325);
+	*sig = OTEL__SIGNATURE_INIT;
 	return otel__remote_maps(pid, sign_module_mapping, sig);
 }
 

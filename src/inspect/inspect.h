@@ -22,6 +22,25 @@
  */
 
 struct tracer; /* threads.c */
+struct otel__maps_entry; /* remote.h */
+
+/* process_read.c: the mappings that may hold the process context, as a
+ * pass over the maps finds them (the first 16, in address order). */
+#define OTEL__PROCESS_CANDIDATES_MAX 16
+struct otel__process_candidate {
+	uint64_t start, end;
+};
+struct otel__process_candidates {
+	struct otel__process_candidate c[OTEL__PROCESS_CANDIDATES_MAX];
+	size_t n;
+};
+/* Adds the line e of /proc/PID/maps to c when it may hold the context. */
+void otel__inspect_process_candidate(struct otel__process_candidates *c,
+				     const struct otel__maps_entry *e);
+/* otel_thread_ctx_inspect_process_read() of process `pid`, on candidates
+ * its caller found in its own pass over the maps. */
+int otel__inspect_process_read_candidates(pid_t pid, const struct otel__process_candidates *c,
+					  struct otel_thread_ctx_inspect_process_snapshot **out);
 
 /* A module found, with what the inspector keeps of it besides the public
  * description. */
@@ -65,6 +84,10 @@ struct otel_thread_ctx_inspector {
  * of its modules' mappings, taken when open() begins; 0 or a negative
  * errno. */
 int otel__inspect_image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16]);
+/* The signature's start, and its step for each line of the maps: a pass
+ * over them that has other work to do computes it on the way. */
+#define OTEL__SIGNATURE_INIT UINT64_C(0xcbf29ce484222325)
+void otel__inspect_sign_module_mapping(uint64_t *sig, const struct otel__maps_entry *e);
 int otel__inspect_modules_signature(pid_t pid, uint64_t *sig);
 
 /* image.c: OTEL_THREAD_CTX_OK when the process is still the image open()

@@ -21,7 +21,6 @@
 
 #define PROCESS_HEADER_SIZE sizeof(struct otel_thread_ctx_process_header)
 #define PUBLISHED_AT_OFFSET offsetof(struct otel_thread_ctx_process_header, monotonic_published_at_ns)
-#define MAX_CANDIDATES 16
 
 OTEL_EXPORT int otel_thread_ctx_inspect_process_decode(const void *payload, size_t size,
 					struct otel_thread_ctx_inspect_process_snapshot **out)
@@ -36,45 +35,31 @@ OTEL_EXPORT void otel_thread_ctx_inspect_process_snapshot_free(struct otel_threa
 
 /* --- Finding the mapping ---------------------------------------------------- */
 
-struct candidate {
-	uint64_t start, end;
-};
-
-struct candidates {
-	struct candidate *c;
-	size_t n;
-};
-
-/* A readable mapping, large enough for the header, named like the process
- * context. */
-static int add_candidate(const struct otel__maps_entry *e, void *arg)
+void otel__inspect_process_candidate(struct otel__process_candidates *c,
+				     const struct otel__maps_entry *e)
 {
 	static const char *const prefixes[] = {
 		("[anon_shmem:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME "]"),
 		("[anon:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME "]"),
 		("/memfd:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME),
 	};
-	struct candidates *c = arg;
 
-	if (e->perms[0] != 'r' || e->end - e->start < PROCESS_HEADER_SIZE || c->n == MAX_CANDIDATES)
-		return 0;
+	if (e->perms[0] != 'r' || e->end - e->start < PROCESS_HEADER_SIZE ||
+	    c->n == OTEL__PROCESS_CANDIDATES_MAX)
+		return;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		if (strncmp(e->name, prefixes[i], strlen(prefixes[i])) == 0) {
 			c->c[c->n].start = e->start;
 			c->c[c->n++].end = e->end;
-			break;
+			return;
 		}
 	}
-	return 0;
 }
 
-static int find_candidates(pid_t pid, bool self, struct candidate *c, size_t *n)
+static int add_candidate(const struct otel__maps_entry *e, void *arg)
 {
-	struct candidates list = { c, 0 };
-	int err = otel__remote_maps(self ? 0 : pid, add_candidate, &list);
-
-	*n = list.n;
-	return err;
+	otel__inspect_process_candidate(arg, e);
+	return 0;
 }
 
 /* --- Copying ---------------------------------------------------------------- */
@@ -164,7 +149,8 @@ static int read_own(uint64_t mapping, struct otel_thread_ctx_inspect_process_sna
  * the first read (reading the 32 bytes at once would not guarantee that:
  * payload_size lies before the timestamp).
  */
-static int read_candidate(pid_t pid, bool self, const struct candidate *c, unsigned int attempts,
+static int read_candidate(pid_t pid, bool self, const struct otel__process_candidate *c,
+			  unsigned int attempts,
 			  struct otel_thread_ctx_inspect_process_snapshot **out)
 {
 	struct otel_thread_ctx_process_header h;
@@ -267,7 +253,7 @@ static bool resolve_target(pid_t *pid, bool *self)
 OTEL_EXPORT int otel_thread_ctx_inspect_process_read_at(pid_t pid, uint64_t mapping, unsigned int attempts,
 					 struct otel_thread_ctx_inspect_process_snapshot **out)
 {
-	struct candidate c = { mapping, mapping + PROCESS_HEADER_SIZE };
+	struct otel__process_candidate c = { mapping, mapping + PROCESS_HEADER_SIZE };
 	bool self;
 
 	if (out == NULL)
@@ -280,26 +266,15 @@ OTEL_EXPORT int otel_thread_ctx_inspect_process_read_at(pid_t pid, uint64_t mapp
 			      out);
 }
 
-OTEL_EXPORT int otel_thread_ctx_inspect_process_read(pid_t pid, unsigned int attempts,
-				      struct otel_thread_ctx_inspect_process_snapshot **out)
+/* Reads the first candidate that holds a process context. */
+static int read_candidates(pid_t pid, bool self, const struct otel__process_candidates *c,
+			   unsigned int attempts,
+			   struct otel_thread_ctx_inspect_process_snapshot **out)
 {
-	struct candidate c[MAX_CANDIDATES];
-	size_t n = 0;
-	bool self;
-	int err;
+	int err = OTEL_THREAD_CTX_ENOENT;
 
-	if (out == NULL)
-		return OTEL_THREAD_CTX_ENULL;
-	if (!resolve_target(&pid, &self))
-		return OTEL_THREAD_CTX_ESRCH;
-	if (attempts == 0)
-		attempts = OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS;
-	err = find_candidates(pid, self, c, &n);
-	if (err)
-		return err;
-	err = OTEL_THREAD_CTX_ENOENT;
-	for (size_t i = 0; i < n; i++) {
-		err = read_candidate(pid, self, &c[i], attempts, out);
+	for (size_t i = 0; i < c->n; i++) {
+		err = read_candidate(pid, self, &c->c[i], attempts, out);
 		/* EPERM may hold for one mapping only (another publisher's, in
 		 * this process, when the direct copy is all there is). */
 		if (err == OTEL_THREAD_CTX_OK || err == OTEL_THREAD_CTX_ESRCH ||
@@ -307,4 +282,32 @@ OTEL_EXPORT int otel_thread_ctx_inspect_process_read(pid_t pid, unsigned int att
 			break;
 	}
 	return err;
+}
+
+int otel__inspect_process_read_candidates(pid_t pid, const struct otel__process_candidates *c,
+					  struct otel_thread_ctx_inspect_process_snapshot **out)
+{
+	bool self;
+
+	if (!resolve_target(&pid, &self))
+		return OTEL_THREAD_CTX_ESRCH;
+	return read_candidates(pid, self, c, OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS, out);
+}
+
+OTEL_EXPORT int otel_thread_ctx_inspect_process_read(pid_t pid, unsigned int attempts,
+				      struct otel_thread_ctx_inspect_process_snapshot **out)
+{
+	struct otel__process_candidates c = { 0 };
+	bool self;
+	int err;
+
+	if (out == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	if (!resolve_target(&pid, &self))
+		return OTEL_THREAD_CTX_ESRCH;
+	err = otel__remote_maps(self ? 0 : pid, add_candidate, &c);
+	if (err)
+		return err;
+	return read_candidates(pid, self, &c,
+			       attempts ? attempts : OTEL_THREAD_CTX_INSPECT_PROCESS_READ_ATTEMPTS, out);
 }

@@ -49,6 +49,19 @@ int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return got < 0 ? -errno : -EFAULT;
 }
 
+size_t otel__remote_read_many(pid_t pid, const uint64_t *addr, size_t n, void *buf, size_t each)
+{
+	struct iovec local = { buf, n * each }, remote[1024];
+	ssize_t got;
+
+	if (n == 0 || n > sizeof(remote) / sizeof(remote[0]) || each == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		remote[i] = (struct iovec){ (void *)(uintptr_t)addr[i], each };
+	got = process_vm_readv(pid, &local, 1, remote, n, 0);
+	return got > 0 ? (size_t)got / each : 0;
+}
+
 ssize_t otel__remote_proc_text(char *buf, size_t len, const char *fmt, ...)
 {
 	char path[320];

@@ -26,6 +26,12 @@ int otel__remote_error(int neg_errno);
  * Returns 0, or a negative errno (-EFAULT for a short copy). */
 int otel__remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 
+/* Copies `each` bytes at each of addr[0 .. n - 1] (n at most 1024) of
+ * process `pid` into buf, one after the other, in one process_vm_readv().
+ * Returns how many were copied in full, from the first: the copy stops at
+ * the first that cannot be read. */
+size_t otel__remote_read_many(pid_t pid, const uint64_t *addr, size_t n, void *buf, size_t each);
+
 /*
  * The task through which the memory of process `pid` is reached: `pid`
  * while its leader has an address space, else the first of its threads

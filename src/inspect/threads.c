@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -407,25 +408,53 @@ struct tracer {
 	enum tracer_state state;
 	bool exiting; /* it ends after this read */
 	otel_thread_ctx_inspector *insp;
-	pid_t target;
+	/* The read asked for: thread out[i].tid into out[i], i from `done`
+	 * (which the tracer advances) to n - 1. */
 	struct otel_thread_ctx_inspect_thread *out;
+	size_t n, done;
 };
+
+/* Reads thread out->tid of insp's process into out, on the tracer thread;
+ * read_attached()'s answer. */
+static bool read_one(otel_thread_ctx_inspector *insp, struct otel_thread_ctx_inspect_thread *out)
+{
+	pid_t tid = out->tid;
+
+	memset(out, 0, sizeof(*out));
+	out->tid = tid;
+	if (tid <= 0 || !is_thread_of(insp->info.pid, tid)) {
+		out->status = OTEL_THREAD_CTX_ESRCH;
+		return true;
+	}
+	otel_thread_ctx_inspect_thread_name(insp->info.pid, tid, out->name);
+	return read_attached(insp, tid, out);
+}
 
 static void *tracer_main(void *arg)
 {
 	struct tracer *t = arg;
 
+	/* Its waits for a thread to stop are sleeps of microseconds
+	 * (wait_stopped()), which the default timer slack (50 us) would
+	 * make ten times longer: none on this thread. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	pthread_mutex_lock(&t->lock);
 	t->tid = (pid_t)syscall(SYS_gettid);
 	for (;;) {
-		bool released;
+		bool released = true;
 
 		while (t->state != TRACER_READ && t->state != TRACER_QUIT)
 			pthread_cond_wait(&t->cond, &t->lock);
 		if (t->state == TRACER_QUIT)
 			break;
 		pthread_mutex_unlock(&t->lock);
-		released = read_attached(t->insp, t->target, t->out);
+		/* The whole batch, without a hand-over per thread; `done` is
+		 * the caller's only after TRACER_DONE, under the lock. */
+		while (released && t->done < t->n) {
+			size_t i = t->done++;
+
+			released = read_one(t->insp, &t->out[i]);
+		}
 		pthread_mutex_lock(&t->lock);
 		t->exiting = !released;
 		t->state = TRACER_DONE;
@@ -502,32 +531,47 @@ void otel__inspect_tracer_end(otel_thread_ctx_inspector *insp)
 	free(t);
 }
 
-/* read_attached() on insp's tracer (started as needed). */
-static int tracer_read(otel_thread_ctx_inspector *insp, pid_t tid,
-		       struct otel_thread_ctx_inspect_thread *out)
+/* Threads out[i].tid into out[i], i < n, on insp's tracer: started as
+ * needed, and again after one that had to end (read_attached() false)
+ * with threads of the batch left to read. */
+static void tracer_read(otel_thread_ctx_inspector *insp, struct otel_thread_ctx_inspect_thread *out,
+			size_t n)
 {
-	struct tracer *t;
-	bool exiting;
-	int err;
+	size_t done = 0;
 
-	if (insp->tracer != NULL && insp->tracer->owner != getpid())
-		otel__inspect_tracer_end(insp);
-	if (insp->tracer == NULL && (err = tracer_start(insp)) != 0)
-		return thread_error(out, err);
-	t = insp->tracer;
-	pthread_mutex_lock(&t->lock);
-	t->target = tid;
-	t->out = out;
-	t->state = TRACER_READ;
-	pthread_cond_broadcast(&t->cond);
-	while (t->state != TRACER_DONE)
-		pthread_cond_wait(&t->cond, &t->lock);
-	t->state = TRACER_IDLE;
-	exiting = t->exiting;
-	pthread_mutex_unlock(&t->lock);
-	if (exiting)
-		otel__inspect_tracer_end(insp);
-	return out->status;
+	while (done < n) {
+		struct tracer *t;
+		bool exiting;
+		int err;
+
+		if (insp->tracer != NULL && insp->tracer->owner != getpid())
+			otel__inspect_tracer_end(insp);
+		if (insp->tracer == NULL && (err = tracer_start(insp)) != 0) {
+			for (; done < n; done++) {
+				pid_t tid = out[done].tid;
+
+				memset(&out[done], 0, sizeof(out[done]));
+				out[done].tid = tid;
+				thread_error(&out[done], err);
+			}
+			return;
+		}
+		t = insp->tracer;
+		pthread_mutex_lock(&t->lock);
+		t->out = out;
+		t->n = n;
+		t->done = done;
+		t->state = TRACER_READ;
+		pthread_cond_broadcast(&t->cond);
+		while (t->state != TRACER_DONE)
+			pthread_cond_wait(&t->cond, &t->lock);
+		t->state = TRACER_IDLE;
+		exiting = t->exiting;
+		done = t->done;
+		pthread_mutex_unlock(&t->lock);
+		if (exiting)
+			otel__inspect_tracer_end(insp);
+	}
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, pid_t tid,
@@ -535,12 +579,9 @@ OTEL_EXPORT int otel_thread_ctx_inspect_thread(otel_thread_ctx_inspector *insp, 
 {
 	if (insp == NULL || out == NULL)
 		return OTEL_THREAD_CTX_ENULL;
-	memset(out, 0, sizeof(*out));
 	out->tid = tid;
-	if (tid <= 0 || !is_thread_of(insp->info.pid, tid))
-		return out->status = OTEL_THREAD_CTX_ESRCH;
-	otel_thread_ctx_inspect_thread_name(insp->info.pid, tid, out->name);
-	return tracer_read(insp, tid, out);
+	tracer_read(insp, out, 1);
+	return out->status;
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
@@ -565,10 +606,12 @@ OTEL_EXPORT int otel_thread_ctx_inspect_threads(otel_thread_ctx_inspector *insp,
 		if (*de->d_name == '\0' || *end != '\0' || tid <= 0 || tid > INT_MAX)
 			continue;
 		if (n < cap)
-			otel_thread_ctx_inspect_thread(insp, (pid_t)tid, &out[n]);
+			out[n].tid = (pid_t)tid;
 		n++;
 	}
 	closedir(dir);
+	/* Read in one batch, after the listing. */
+	tracer_read(insp, out, n < cap ? n : cap);
 	*count = n;
 	return 0;
 }
