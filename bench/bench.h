@@ -12,6 +12,10 @@
  *   churn.c         resident memory after a churn of publishing threads
  *   report.c        the tables, on stdout and as csv, json and markdown
  *
+ * bench-readers, a program of its own (readers.c, readers-target.c,
+ * readers.h: what reading another process costs), uses stats.c and
+ * machine.c.
+ *
  * Every file defines _GNU_SOURCE before it includes this one.
  */
 #ifndef OTEL_BENCH_BENCH_H
