@@ -340,6 +340,47 @@ START_TEST(set_attrs_fills_exactly_612_bytes)
 }
 END_TEST
 
+/* update_all copies and checks its values in a path of its own (a value
+ * of 8 to 16 bytes as two words): values of every length stored exactly;
+ * a byte that is not UTF-8, at each position of a short value, refused;
+ * a two-byte character at each position kept. */
+START_TEST(update_all_values_of_every_length)
+{
+	uint8_t value[255], expect[2 + 255];
+	struct otel_thread_ctx_attr a = { 7, 0, value };
+
+	for (size_t len = 0; len <= 255; len++) {
+		for (size_t i = 0; i < sizeof(value); i++)
+			value[i] = (uint8_t)(0x20 + (i * 11 + len) % 0x5f); /* ASCII */
+		a.len = (unsigned int)len;
+		ck_assert_ok(otel_thread_ctx_update_all(trace_a, span_a, 1, &a, 1));
+		expect[0] = 7;
+		expect[1] = (uint8_t)len;
+		memcpy(expect + 2, value, len);
+		assert_attrs(otel_thread_ctx_v1, expect, 2 + len);
+	}
+	for (size_t len = 1; len <= 24; len++) {
+		for (size_t k = 0; k < len; k++) {
+			memset(value, 'v', len);
+			value[k] = 0xff;
+			a.len = (unsigned int)len;
+			ck_assert_msg(otel_thread_ctx_update_all(trace_a, span_a, 1, &a, 1) ==
+					      OTEL_THREAD_CTX_EUTF8,
+				      "0xff at %zu of %zu accepted", k, len);
+			if (k + 1 < len) {
+				value[k] = 0xc3; /* U+00E9 */
+				value[k + 1] = 0xa9;
+				ck_assert_ok(otel_thread_ctx_update_all(trace_a, span_a, 1, &a, 1));
+				expect[1] = (uint8_t)len;
+				memcpy(expect + 2, value, len);
+				assert_attrs(otel_thread_ctx_v1, expect, 2 + len);
+			}
+		}
+	}
+	ck_assert_ok(otel_thread_ctx_detach(NULL));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	const struct test_case cases[] = {
@@ -355,6 +396,7 @@ Suite *test_suite(void)
 		{ "utf8", utf8_values },
 		{ "set-attrs", set_attrs_writes_the_list_in_order },
 		{ "set-attrs-budget", set_attrs_fills_exactly_612_bytes },
+		{ "update-all-every-length", update_all_values_of_every_length },
 	};
 
 	return MAKE_SUITE("record", cases, 0);
