@@ -183,15 +183,33 @@ MUTANTS = [
            "\t\tif (next > capacity)",
            "\t\tif (next > capacity + 1)",
            ["refusals-static"], "attributes one byte over the capacity are accepted"),
+    # The check of a running process (tools/check-pid.c) finds each broken rule.
+    Mutant("doctor-keys-unjudged", "doctor", "tools/check-pid.c",
+           "\t\tif (judge_keys && key >= s->key_count)\n",
+           "\t\tif (0 && judge_keys && key >= s->key_count)\n",
+           ["inspect-doctor"], "an attribute key index outside the key map is not reported"),
+    Mutant("doctor-payload-bound", "doctor", "tools/check-pid.c",
+           "\tif (h->payload_size > OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX) {\n",
+           "\tif (h->payload_size > 2 * OTEL_THREAD_CTX_PROCESS_PAYLOAD_MAX) {\n",
+           ["inspect-doctor"], "a process-context payload over 65,536 bytes is not named as "
+           "such"),
+    Mutant("doctor-unexported-missed", "doctor", "tools/check-pid.c",
+           "\tif (r->has_slot && r->slot.shndx != OTEL__SHN_UNDEF && !r->slot_in_dynsym) {\n",
+           "\tif (0 && r->has_slot && r->slot.shndx != OTEL__SHN_UNDEF && !r->slot_in_dynsym) {\n",
+           ["inspect-doctor"], "a slot defined but not exported is reported as no slot"),
+    Mutant("doctor-misnamed-accepted", "doctor", "tools/check-pid.c",
+           "\t\tif (!accepted_name(name)) {\n", "\t\tif (0 && !accepted_name(name)) {\n",
+           ["inspect-doctor"], "a process context under a name readers do not look for is "
+           "taken as theirs"),
     # A value of 8 to 16 bytes is copied and checked as two words.
     Mutant("copy-short-tail-unchecked", "utf8", "src/format/utf8.h",
            "\t\tacc = w | v;\n", "\t\tacc = w;\n",
-           ["refusals-static", "api-static"],
+           ["record-static"],
            "a value of 9 to 16 bytes whose bytes past the eighth are not ASCII is stored "
            "unchecked"),
     Mutant("copy-short-tail-dropped", "utf8", "src/format/utf8.h",
            "\t\tmemcpy(dst + n - 8, &v, sizeof(v));\n", "",
-           ["record-static", "api-static"],
+           ["record-static"],
            "the last bytes of a value of 9 to 16 bytes are not copied"),
     # Bounds: readers stay inside the record, whatever it says.
     Mutant("bound-entry-key", "bounds", RECORD_C,

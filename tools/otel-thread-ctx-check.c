@@ -5,6 +5,12 @@
  * and checks what readers of otel_thread_ctx_v1 rely on.
  *
  *   usage: otel-thread-ctx-check [--json] [--quiet] FILE...
+ *          otel-thread-ctx-check [--json] [--quiet] --pid PID
+ *
+ * With --pid it checks a running process instead (check-pid.c), whoever
+ * wrote its thread contexts: exit codes 0 pass, 1 fail, 3 error (no such
+ * process, not permitted), 5 absent (neither a slot nor a process
+ * context).
  *
  * Verdicts and exit codes (README "Checking a binary"):
  *   0  pass      the file defines the slot and a profiler will find it
@@ -21,21 +27,15 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf_reader.h"
-#include "otel_thread_ctx.h"
-
-#define SLOT OTEL_THREAD_CTX_SLOT_NAME
-#define EXPORT_FLAG "-Wl,--export-dynamic-symbol=" SLOT
-#define MAX_CHECKS 24
-#define MAX_RELOCS 16
-
-enum verdict { V_PASS, V_FAIL, V_ERROR, V_IMPORTED, V_ABSENT };
+#include "check.h"
 
 static const struct {
 	const char *name;
@@ -49,36 +49,12 @@ static const struct {
 	[V_ABSENT] = { "absent", 5, 2 },
 };
 
-enum status { S_OK, S_INFO, S_WARN, S_FAIL };
 static const char *const status_names[] = { "ok", "info", "warn", "fail" };
 
-struct check {
-	const char *id;
-	enum status status;
-	char message[512];
-};
-
-struct report {
-	const char *path;
-	enum verdict verdict;
-	char summary[512];
-	int error_code;
-	char error[256];
-	struct otel__elf *elf;
-	struct otel__elf_info info;
-	bool has_slot;
-	bool slot_in_dynsym;
-	struct otel__elf_sym slot;
-	const char *slot_section;
-	bool has_access;
-	struct otel__elf_tls_access access;
-	bool has_le;
-	int64_t le_offset;
-	struct otel__elf_rela relocs[MAX_RELOCS];
-	size_t nrelocs, relocs_total;
-	struct check checks[MAX_CHECKS];
-	size_t nchecks;
-};
+const char *check_status_name(enum status st)
+{
+	return status_names[st];
+}
 
 __attribute__((format(printf, 4, 5)))
 static void add_check(struct report *r, const char *id, enum status st, const char *fmt, ...)
@@ -365,7 +341,7 @@ static bool has_failure(const struct report *r)
 	return false;
 }
 
-static void analyse(struct report *r)
+void check_file(struct report *r)
 {
 	struct otel__elf_error err;
 	struct otel__elf_sym sym;
@@ -698,15 +674,21 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: otel-thread-ctx-check [--json] [--quiet] FILE...\n"
+		"       otel-thread-ctx-check [--json] [--quiet] --pid PID\n"
 		"\n"
 		"Checks that a profiler will find the OpenTelemetry thread context\n"
-		"(the TLS symbol " SLOT ") in each ELF file (x86-64 or aarch64).\n"
+		"(the TLS symbol " SLOT ") in each ELF file (x86-64 or aarch64);\n"
+		"with --pid, what a profiler will see of a running process's thread\n"
+		"contexts and process context, rule by rule.\n"
 		"\n"
-		"  --json    one JSON document on stdout\n"
-		"  --quiet   one line per file\n"
+		"  --json     one JSON document on stdout\n"
+		"  --quiet    one line per file (the verdict and the summary)\n"
+		"  --pid PID  check the running process PID (root, or ptrace rights)\n"
 		"\n"
-		"exit status: 0 pass, 1 fail, 2 usage, 3 unreadable file,\n"
-		"             4 slot imported from a shared library, 5 no slot\n"
+		"exit status: 0 pass, 1 fail, 2 usage, 3 unreadable file (with --pid:\n"
+		"             no such process, not permitted), 4 slot imported from a\n"
+		"             shared library, 5 no slot (with --pid: no slot and no\n"
+		"             process context)\n"
 		"(with several files, the worst: error, fail, absent, imported, pass)\n");
 }
 
@@ -715,6 +697,7 @@ int main(int argc, char **argv)
 	bool json = false, quiet = false, options = true;
 	size_t nfiles = 0, done = 0;
 	int worst = -1;
+	long pid = -1;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -725,6 +708,19 @@ int main(int argc, char **argv)
 			json = true;
 		} else if (options && (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0)) {
 			quiet = true;
+		} else if (options && strcmp(a, "--pid") == 0) {
+			char *end;
+
+			if (i + 1 >= argc || pid >= 0) {
+				usage(stderr);
+				return 2;
+			}
+			errno = 0;
+			pid = strtol(argv[++i], &end, 10);
+			if (errno != 0 || *argv[i] == '\0' || *end != '\0' || pid <= 0 || pid > INT_MAX) {
+				fprintf(stderr, "otel-thread-ctx-check: not a process id: '%s'\n", argv[i]);
+				return 2;
+			}
 		} else if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
 			usage(stdout);
 			return 0;
@@ -736,7 +732,9 @@ int main(int argc, char **argv)
 			nfiles++;
 		}
 	}
-	if (nfiles == 0) {
+	if (pid > 0 && nfiles == 0)
+		return check_pid((pid_t)pid, json, quiet);
+	if (nfiles == 0 || pid > 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -759,7 +757,7 @@ int main(int argc, char **argv)
 			return 3;
 		}
 		r->path = argv[i];
-		analyse(r);
+		check_file(r);
 		if (json) {
 			if (done)
 				printf(", ");
