@@ -132,6 +132,9 @@ struct storm_image {
 #define STORM_PERIOD_NS 20000L
 #define STORM_PERIOD_EMULATED_NS 250000L
 #define STORM_PERIOD_MAX_NS 50000000L
+/* Signals in a row that find the writer where the last one left it: it
+ * gets no time between them, and the period doubles (storm_slow_down()). */
+#define STORM_STALLED_SIGNALS 64u
 
 /* glibc before 2.38 names the target thread of SIGEV_THREAD_ID so only. */
 #ifndef sigev_notify_thread_id
@@ -177,6 +180,12 @@ struct storm {
 	timer_t timer;
 	long period_ns, handler_ns;
 	uint64_t phase;
+	/* What storm_slow_down() has shown the period must be at least, the
+	 * writer's count of publications the handler saw last, and the
+	 * signals in a row that saw it unchanged. */
+	long period_floor_ns;
+	uint64_t seen_records;
+	unsigned int stalled;
 	/* Control, between storm_run() and the writer. */
 	int stop, done, rc;
 	uint64_t records;
@@ -482,6 +491,27 @@ static inline void storm_spare_work(struct storm *s, const struct otel_thread_ct
 
 static struct storm *storm_active;
 
+/*
+ * The period doubles, now and for the writers after this one: the handler
+ * finds the writer where it left it signal after signal.  The period is
+ * four times the handler's own time, but the delivery of each signal is not
+ * part of that, and where it takes the whole period (valgrind or qemu-user
+ * on a loaded machine) the writer would get no time at all and the storm
+ * would never end.  timer_settime() is async-signal-safe, and allocates
+ * nothing.
+ */
+static inline void storm_slow_down(struct storm *s)
+{
+	struct itimerspec when;
+
+	s->period_ns = s->period_ns * 2 > STORM_PERIOD_MAX_NS ? STORM_PERIOD_MAX_NS : s->period_ns * 2;
+	s->period_floor_ns = s->period_ns;
+	memset(&when, 0, sizeof(when));
+	when.it_value.tv_nsec = s->period_ns;
+	when.it_interval.tv_nsec = s->period_ns;
+	timer_settime(s->timer, 0, &when, NULL);
+}
+
 /* The handler: one sample of the slot, checked against the writer's
  * images, then the spare-context work with allocation forbidden. */
 static inline void storm_on_signal(int sig)
@@ -516,6 +546,15 @@ static inline void storm_on_signal(int sig)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	s->handler_ns = (s->handler_ns * 7 + (long)((t1.tv_sec - t0.tv_sec) * 1000000000L +
 						    (t1.tv_nsec - t0.tv_nsec))) / 8;
+	/* The timer's signals go to the writer, so the handler runs on its
+	 * thread, and `records` is the writer's own progress. */
+	if (__atomic_load_n(&s->records, __ATOMIC_RELAXED) != s->seen_records) {
+		s->seen_records = __atomic_load_n(&s->records, __ATOMIC_RELAXED);
+		s->stalled = 0;
+	} else if (++s->stalled >= STORM_STALLED_SIGNALS) {
+		s->stalled = 0;
+		storm_slow_down(s);
+	}
 	errno = saved_errno;
 }
 
@@ -716,6 +755,8 @@ static inline int storm_arm(struct storm *s)
 	 * in 278 s). */
 	if (getenv("OTEL_TEST_EMULATED") != NULL && s->period_ns < STORM_PERIOD_EMULATED_NS)
 		s->period_ns = STORM_PERIOD_EMULATED_NS;
+	if (s->period_ns < s->period_floor_ns)
+		s->period_ns = s->period_floor_ns;
 	if (s->period_ns > STORM_PERIOD_MAX_NS)
 		s->period_ns = STORM_PERIOD_MAX_NS;
 	memset(&when, 0, sizeof(when));
