@@ -338,9 +338,9 @@ static void check_slot(struct doctor *d)
 static bool accepted_name(const char *name)
 {
 	static const char *const prefixes[] = {
-		"[anon_shmem:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME "]",
-		"[anon:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME "]",
-		"/memfd:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME,
+		("[anon_shmem:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME "]"),
+		("[anon:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME "]"),
+		("/memfd:" OTEL_THREAD_CTX_PROCESS_MAPPING_NAME),
 	};
 
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
