@@ -124,7 +124,9 @@ def main(argv):
     check(pc and pc["keys"] == ["http.route"] and pc["schema_version"] == "tlsdesc_v1_dev" and
           {"key": "service.name", "value": "foreign-service"} in pc["resource"],
           f"good: process context {pc}")
-    check("trace and span on 2 of 3 threads" in doc["summary"], doc["summary"])
+    # Three threads, and any the runtime adds (ThreadSanitizer's own).
+    check(f"trace and span on 2 of {doc['threads']} threads" in doc["summary"] and
+          doc["threads"] >= 3, doc["summary"])
     print("good:", doc["summary"])
     # Not permitted: a clear report (root can drop its rights).
     if os.geteuid() == 0:
