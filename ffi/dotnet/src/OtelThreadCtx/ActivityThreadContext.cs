@@ -3,7 +3,8 @@ using System;
 using System.Collections.Generic;
 using System.Diagnostics;
 using System.Globalization;
-using System.Text;
+using System.Runtime.CompilerServices;
+using System.Buffers;
 using System.Threading;
 
 namespace OtelThreadCtx;
@@ -33,6 +34,21 @@ public sealed class ActivityThreadContextOptions
     /// publishes nothing.  Null: every W3C activity.
     /// </summary>
     public Func<Activity, bool>? Filter { get; set; }
+
+    /// <summary>
+    /// When true, the integration is told of every change of
+    /// <see cref="Activity.Current"/>, set or switched with the execution
+    /// context, by a change handler it installs on Activity.Current's own
+    /// AsyncLocal, and writes no AsyncLocal of its own: no allocation of its
+    /// own per change, and about half the time.  It relies on private fields
+    /// of the runtime's libraries (.NET 9 or later), and a flow in which
+    /// Activity.Current held a value (null included) before the handler was
+    /// installed never tells it of a switch: start it before any activity.
+    /// Where the handler cannot be installed or is not called, the
+    /// integration uses an AsyncLocal of its own, as it does when this is
+    /// false (the default).  See <see cref="ActivityThreadContext"/>.
+    /// </summary>
+    public bool HookActivityCurrent { get; set; }
 }
 
 /// <summary>
@@ -57,6 +73,28 @@ public sealed class ActivityThreadContextOptions
 /// publishes the activity, and the thread it left publishes nothing of it.
 /// </para>
 /// <para>
+/// That second AsyncLocal costs a write (an execution context and its map
+/// of values allocated) at every change.  With
+/// <see cref="ActivityThreadContextOptions.HookActivityCurrent"/>, Start
+/// instead installs the change handler on Activity.Current's own
+/// AsyncLocal (Activity's private static s_current, and AsyncLocal's
+/// private _valueChangedHandler, reached with UnsafeAccessor): the runtime
+/// then calls it wherever Activity.Current changes, set or switched, and
+/// nothing else is written.  The runtime lists an AsyncLocal's handler in
+/// an execution context only when the value is first written in that
+/// context's flow; so a flow in which Activity.Current held a value (null
+/// included) before the handler was installed is never told of a switch.
+/// The handler stays installed once Start has installed it (execution
+/// contexts made meanwhile list it, and the runtime calls it when they
+/// switch): while no integration uses it, it does nothing.  While it is
+/// installed, an execution context keeps Activity.Current's null value
+/// instead of dropping it.  Start falls back to the AsyncLocal of its own
+/// when those fields are not there (.NET 8 cannot reach a field of a
+/// generic type), when another handler is there, and, at the first change
+/// the handler was not called for (each change raises CurrentChanged, which
+/// checks), for good.
+/// </para>
+/// <para>
 /// While it runs, the integration owns every thread's slot: code that
 /// attaches contexts itself is overwritten at the next activity change.
 /// Tags set after an activity became current are published at its next
@@ -71,7 +109,7 @@ public sealed class ActivityThreadContextOptions
 public sealed class ActivityThreadContext : IDisposable
 {
     private static readonly object s_lock = new();
-    private static ActivityThreadContext? s_active;
+    private static volatile ActivityThreadContext? s_active;
 
     private readonly string[] _tags;
     private readonly int[] _keys;
@@ -80,9 +118,14 @@ public sealed class ActivityThreadContext : IDisposable
     private readonly EventHandler<ActivityChangedEventArgs> _handler;
     private readonly AsyncLocal<Activity?> _running;
     private volatile bool _disposed;
+    // True while the handler on Activity.Current's own AsyncLocal tells of
+    // every change; false: the AsyncLocal of our own does.
+    private volatile bool _hooked;
 
+    // Set by the hook at a change made on this thread, checked and cleared
+    // by CurrentChanged, which the same change raises right after.
     [ThreadStatic]
-    private static ThreadAttribute[]? t_attrs;
+    private static bool t_hookSawSet;
 
     private ActivityThreadContext(ActivityThreadContextOptions options)
     {
@@ -109,14 +152,24 @@ public sealed class ActivityThreadContext : IDisposable
         {
             if (s_active != null)
                 throw new InvalidOperationException("an ActivityThreadContext is running already: dispose it first");
-            var ctx = new ActivityThreadContext(options ?? new ActivityThreadContextOptions());
+            options ??= new ActivityThreadContextOptions();
+            var ctx = new ActivityThreadContext(options);
+            ctx._hooked = options.HookActivityCurrent && ActivityCurrentHook.TryInstall();
             Activity.CurrentChanged += ctx._handler;
             s_active = ctx;
-            ctx._running.Value = Activity.Current;
+            if (!ctx._hooked)
+                ctx._running.Value = Activity.Current;
             ctx.Publish(Activity.Current);
             return ctx;
         }
     }
+
+    /// <summary>
+    /// True when the integration is told of changes by its handler on
+    /// Activity.Current's own AsyncLocal; false when it writes an AsyncLocal
+    /// of its own (see <see cref="ActivityThreadContextOptions.HookActivityCurrent"/>).
+    /// </summary>
+    public bool HooksActivityCurrent => _hooked;
 
     /// <summary>The key index each configured tag is published under.</summary>
     public IReadOnlyDictionary<string, int> Keys
@@ -151,12 +204,38 @@ public sealed class ActivityThreadContext : IDisposable
         CurrentThread.Detach();
     }
 
-    // Activity.Current was set, in the flow running on this thread: the
+    // Activity.Current was set, in the flow running on this thread.  Hooked:
+    // the hook has published, and this checks that it ran (a change from a
+    // value to itself writes nothing, and tells no handler); should it not
+    // have, the AsyncLocal of our own takes over for good.  Otherwise the
     // flow's own copy follows (and its handler publishes).
     private void OnCurrentChanged(object? sender, ActivityChangedEventArgs e)
     {
-        if (!_disposed)
-            _running.Value = e.Current;
+        if (_disposed)
+            return;
+        if (_hooked)
+        {
+            if (t_hookSawSet || ReferenceEquals(e.Previous, e.Current))
+            {
+                t_hookSawSet = false;
+                return;
+            }
+            _hooked = false;
+        }
+        _running.Value = e.Current;
+    }
+
+    // Called by the runtime, through ActivityCurrentHook, wherever
+    // Activity.Current changes: set on this thread, or switched with the
+    // execution context.
+    internal static void OnActivityCurrentChanged(AsyncLocalValueChangedArgs<Activity?> args)
+    {
+        ActivityThreadContext? ctx = s_active;
+        if (ctx is null || !ctx._hooked || ctx._disposed)
+            return;
+        if (!args.ThreadContextChanged)
+            t_hookSawSet = true;
+        ctx.OnRunningChanged(args);
     }
 
     // Called by the runtime on the thread where the flow's copy changed: set
@@ -182,42 +261,68 @@ public sealed class ActivityThreadContext : IDisposable
         }
     }
 
-    private ThreadContextError Publish(Activity? a)
+    private unsafe ThreadContextError Publish(Activity? a)
     {
         if (a is null || a.IdFormat != ActivityIdFormat.W3C || (_filter != null && !Filtered(a)))
         {
-            CurrentThread.Detach();
+            ThreadCalls.Detach(0);
             return ThreadContextError.Ok;
         }
-        ActivityTraceId traceId = a.TraceId;
-        ActivitySpanId spanId = a.SpanId;
-        ActivityTraceFlags flags = a.ActivityTraceFlags;
-        ThreadContextError rc;
+        byte* ids = stackalloc byte[24];
+        IdBytes.Trace(a.TraceId, ids);
+        IdBytes.Span(a.SpanId, ids + 16);
+        byte flags = (byte)a.ActivityTraceFlags;
+        int rc;
         if (_tags.Length == 0)
         {
-            rc = CurrentThread.TryUpdateAll(traceId, spanId, flags);
+            rc = ThreadCalls.UpdateAll(ids, ids + 16, flags, null, 0);
         }
         else
         {
-            ThreadAttribute[] attrs = t_attrs ??= new ThreadAttribute[_tags.Length];
-            int n = 0;
+            // The tags' values as UTF-8, in a buffer of the record's size:
+            // attributes whose values alone do not fit in it do not fit in
+            // a record either.
+            const int RecordAttrs = ThreadContext.MaxAttributesCapacity;
+            byte* values = stackalloc byte[RecordAttrs];
+            // An entry takes at least its two bytes of key and length.
+            Native.Attr* attrs = stackalloc Native.Attr[Math.Min(_tags.Length, RecordAttrs / 2)];
+            int n = 0, used = 0;
+            rc = 0;
             for (int i = 0; i < _tags.Length; i++)
             {
                 string? v = TagText(FindTag(a, _tags[i]));
-                if (v != null)
-                    attrs[n++] = new ThreadAttribute(_keys[i], Fit(v));
+                if (v is null)
+                    continue;
+                int room = Math.Min(ThreadContext.MaxValueLength, RecordAttrs - used);
+                OperationStatus st = System.Text.Unicode.Utf8.FromUtf16(v, new Span<byte>(values + used, room),
+                    out _, out int len, replaceInvalidSequences: false);
+                // Longer than 255 bytes: cut at a character boundary (the
+                // transcoder stops before a character that does not fit).
+                // Longer than the room left: the attributes do not fit.  A
+                // lone surrogate: the library would refuse the value.
+                if (st == OperationStatus.InvalidData || n == RecordAttrs / 2 ||
+                    (st == OperationStatus.DestinationTooSmall && room < ThreadContext.MaxValueLength))
+                {
+                    rc = (int)ThreadContextError.NoSpace;
+                    break;
+                }
+                attrs[n].Key = (uint)_keys[i];
+                attrs[n].Len = (uint)len;
+                attrs[n].Value = values + used;
+                n++;
+                used += len;
             }
-            rc = CurrentThread.TryUpdateAll(traceId, spanId, flags, attrs.AsSpan(0, n));
-            attrs.AsSpan(0, n).Clear();
+            if (rc == 0)
+                rc = ThreadCalls.UpdateAll(ids, ids + 16, flags, n == 0 ? null : attrs, (nuint)n);
             // Attributes that do not fit together (or a value the library
             // refuses) must not keep the thread publishing the activity it
             // ran before: publish the ids alone.
-            if (rc != ThreadContextError.Ok && n > 0)
-                rc = CurrentThread.TryUpdateAll(traceId, spanId, flags);
+            if (rc != 0)
+                rc = ThreadCalls.UpdateAll(ids, ids + 16, flags, null, 0);
         }
-        if (rc != ThreadContextError.Ok)
-            CurrentThread.Detach();
-        return rc;
+        if (rc != 0)
+            ThreadCalls.Detach(0);
+        return (ThreadContextError)rc;
     }
 
     private bool Filtered(Activity a)
@@ -232,13 +337,18 @@ public sealed class ActivityThreadContext : IDisposable
         }
     }
 
+    // The tag's value on the activity, or on its nearest parent that has it.
+    // Activity.GetTagItem would allocate an enumerator of the tags; the
+    // struct enumerator of EnumerateTagObjects does not.
     private object? FindTag(Activity a, string name)
     {
         for (Activity? x = a; x != null; x = _inherit ? x.Parent : null)
         {
-            object? v = x.GetTagItem(name);
-            if (v != null)
-                return v;
+            foreach (ref readonly KeyValuePair<string, object?> tag in x.EnumerateTagObjects())
+            {
+                if (tag.Value != null && string.Equals(tag.Key, name, StringComparison.Ordinal))
+                    return tag.Value;
+            }
         }
         return null;
     }
@@ -265,14 +375,68 @@ public sealed class ActivityThreadContext : IDisposable
             return null;
         }
     }
+}
 
-    // At most 255 bytes of UTF-8, cut at a character boundary.
-    private static string Fit(string s)
+// The change handler on Activity.Current's own AsyncLocal.  The runtime
+// calls an AsyncLocal's handler when its value is set and when an execution
+// context switch changes it, for the AsyncLocals whose handler was there
+// when the value was written (ExecutionContext.SetLocalValue lists them in
+// the new context).  Activity's (s_current) is made without one; this sets
+// it, once, to a handler that stays: contexts made meanwhile list it, and a
+// null handler there would throw inside the runtime's context switch.
+internal static class ActivityCurrentHook
+{
+    private static readonly object s_lock = new();
+    private static int s_state; // 0: not tried; 1: installed; -1: cannot be
+
+    [UnsafeAccessor(UnsafeAccessorKind.StaticField, Name = "s_current")]
+    private static extern ref AsyncLocal<Activity?> CurrentLocal(Activity? activity);
+
+    // A field of a generic type: the accessor is declared in a generic
+    // class, as the runtime requires (.NET 9 and later; .NET 8 refuses, and
+    // the integration then uses an AsyncLocal of its own).
+    private static class Field<T>
     {
-        if (s.Length <= ThreadContext.MaxValueLength / 3 || Encoding.UTF8.GetByteCount(s) <= ThreadContext.MaxValueLength)
-            return s;
-        Span<byte> buf = stackalloc byte[ThreadContext.MaxValueLength];
-        System.Text.Unicode.Utf8.FromUtf16(s, buf, out int read, out _, replaceInvalidSequences: true, isFinalBlock: false);
-        return s.Substring(0, read);
+        [UnsafeAccessor(UnsafeAccessorKind.Field, Name = "_valueChangedHandler")]
+        internal static extern ref Action<AsyncLocalValueChangedArgs<T>>? Handler(AsyncLocal<T> local);
+    }
+
+    internal static bool TryInstall()
+    {
+        lock (s_lock)
+        {
+            if (s_state == 0)
+            {
+                try
+                {
+                    AsyncLocal<Activity?>? local = CurrentLocal(null);
+                    if (local is null)
+                    {
+                        s_state = -1;
+                    }
+                    else
+                    {
+                        ref Action<AsyncLocalValueChangedArgs<Activity?>>? handler = ref Field<Activity?>.Handler(local);
+                        if (handler is null)
+                        {
+                            handler = ActivityThreadContext.OnActivityCurrentChanged;
+                            s_state = 1;
+                        }
+                        else
+                        {
+                            // Someone else's: leave it.
+                            s_state = -1;
+                        }
+                    }
+                }
+                catch (Exception)
+                {
+                    // The fields are not there (another version of the
+                    // runtime's libraries), or this runtime cannot reach them.
+                    s_state = -1;
+                }
+            }
+            return s_state == 1;
+        }
     }
 }

@@ -30,8 +30,8 @@ public static unsafe class CurrentThread
     public static ThreadContextError TryUpdateSpanId(ActivitySpanId spanId)
     {
         ulong s;
-        spanId.CopyTo(new Span<byte>(&s, 8));
-        return (ThreadContextError)Native.UpdateSpanId((byte*)&s);
+        IdBytes.Span(spanId, (byte*)&s);
+        return (ThreadContextError)ThreadCalls.UpdateSpanId((byte*)&s);
     }
 
     /// <summary>
@@ -44,7 +44,7 @@ public static unsafe class CurrentThread
 
     /// <summary><see cref="UpdateTraceFlags"/>, returning the library's code.</summary>
     public static ThreadContextError TryUpdateTraceFlags(ActivityTraceFlags flags) =>
-        (ThreadContextError)Native.UpdateTraceFlags((byte)flags);
+        (ThreadContextError)ThreadCalls.UpdateTraceFlags((byte)flags);
 
     /// <summary>
     /// A new request: the thread publishes a record with these ids, flags and
@@ -60,11 +60,11 @@ public static unsafe class CurrentThread
         ActivityTraceFlags flags, ReadOnlySpan<ThreadAttribute> attributes = default)
     {
         Ids ids;
-        traceId.CopyTo(new Span<byte>(ids.Bytes, 16));
-        spanId.CopyTo(new Span<byte>(ids.Bytes + 16, 8));
+        IdBytes.Trace(traceId, ids.Bytes);
+        IdBytes.Span(spanId, ids.Bytes + 16);
         ids.Flags = (byte)flags;
         if (attributes.IsEmpty)
-            return (ThreadContextError)Native.UpdateAll(ids.Bytes, ids.Bytes + 16, ids.Flags, null, 0);
+            return (ThreadContextError)ThreadCalls.UpdateAll(ids.Bytes, ids.Bytes + 16, ids.Flags, null, 0);
         return (ThreadContextError)AttrMarshal.Call(attributes, in ids, &UpdateAllCall);
     }
 
@@ -77,11 +77,11 @@ public static unsafe class CurrentThread
     private static int UpdateAllCall(in Ids ids, Native.Attr* attrs, nuint n)
     {
         fixed (byte* b = ids.Bytes)
-            return Native.UpdateAll(b, b + 16, ids.Flags, attrs, n);
+            return ThreadCalls.UpdateAll(b, b + 16, ids.Flags, attrs, n);
     }
 
     /// <summary>The thread publishes nothing from now on (its slot becomes NULL).</summary>
-    public static void Detach() => Native.Detach(0);
+    public static void Detach() => ThreadCalls.Detach(0);
 
     /// <summary>
     /// Unpublishes; <paramref name="saved"/> receives what the thread
@@ -91,7 +91,9 @@ public static unsafe class CurrentThread
     public static void Detach(ThreadContext saved)
     {
         ArgumentNullException.ThrowIfNull(saved);
-        ThreadContextException.Check(Native.Detach(saved), "otel_thread_ctx_detach");
+        int rc = ThreadCalls.Detach(saved.CallPtr);
+        GC.KeepAlive(saved);
+        ThreadContextException.Check(rc, "otel_thread_ctx_detach");
     }
 
     /// <summary>Copies what the thread publishes (or "nothing published") into saved, changing nothing else.</summary>
@@ -99,7 +101,9 @@ public static unsafe class CurrentThread
     public static void Save(ThreadContext saved)
     {
         ArgumentNullException.ThrowIfNull(saved);
-        ThreadContextException.Check(Native.Save(saved), "otel_thread_ctx_save");
+        int rc = ThreadCalls.Save(saved.CallPtr);
+        GC.KeepAlive(saved);
+        ThreadContextException.Check(rc, "otel_thread_ctx_save");
     }
 
     /// <summary>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The C ABI of libotel-thread-ctx (include/otel_thread_ctx.h and
 // include/otel_thread_ctx_process.h), as source-generated P/Invoke: every
-// parameter is blittable (pointers, integers, and the SafeHandle of a
-// context, whose marshalling the generator writes at build time), so no
-// runtime marshalling, reflection or dynamic code is involved, under the JIT
-// as under NativeAOT.  Under NativeAOT the package's targets bind "otel-thread-ctx"
+// parameter is blittable (pointers and integers; a context is its
+// otel_thread_ctx pointer, kept valid by ThreadContext), so no runtime
+// marshalling, reflection or dynamic code is involved, under the JIT as
+// under NativeAOT.  Under NativeAOT the package's targets bind "otel-thread-ctx"
 // at link time (DirectPInvoke) to the static archive linked into the
 // executable; under the JIT the loader finds libotel-thread-ctx.so.1 (see
 // NativeLibraryResolver).
@@ -122,75 +122,93 @@ internal static unsafe partial class Native
     internal static partial void Destroy(nint ctx);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_set_ids")]
-    internal static partial int SetIds(ThreadContext ctx, byte* traceId, byte* spanId, byte flags);
+    internal static partial int SetIds(nint ctx, byte* traceId, byte* spanId, byte flags);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_set_span_id")]
-    internal static partial int SetSpanId(ThreadContext ctx, byte* spanId);
+    internal static partial int SetSpanId(nint ctx, byte* spanId);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_set_trace_flags")]
-    internal static partial int SetTraceFlags(ThreadContext ctx, byte flags);
+    internal static partial int SetTraceFlags(nint ctx, byte flags);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_clear_ids")]
-    internal static partial int ClearIds(ThreadContext ctx);
+    internal static partial int ClearIds(nint ctx);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_set_attr")]
-    internal static partial int SetAttr(ThreadContext ctx, uint key, byte* value, nuint len);
+    internal static partial int SetAttr(nint ctx, uint key, byte* value, nuint len);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_remove_attr")]
-    internal static partial int RemoveAttr(ThreadContext ctx, uint key);
+    internal static partial int RemoveAttr(nint ctx, uint key);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_clear_attrs")]
-    internal static partial int ClearAttrs(ThreadContext ctx);
+    internal static partial int ClearAttrs(nint ctx);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_clear")]
-    internal static partial int Clear(ThreadContext ctx);
+    internal static partial int Clear(nint ctx);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_set_attrs")]
-    internal static partial int SetAttrs(ThreadContext ctx, Attr* attrs, nuint n);
+    internal static partial int SetAttrs(nint ctx, Attr* attrs, nuint n);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_copy")]
-    internal static partial int Copy(ThreadContext dst, ThreadContext src);
+    internal static partial int Copy(nint dst, nint src);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_get")]
-    internal static partial int Get(ThreadContext ctx, Record* output);
+    internal static partial int Get(nint ctx, Record* output);
 
     // Publishing on the calling thread.
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_attach")]
-    internal static partial int Attach(ThreadContext ctx, ThreadContext saved);
-
-    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_attach")]
-    internal static partial int Attach(ThreadContext ctx, nint savedNull);
+    internal static partial int Attach(nint ctx, nint saved);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update")]
-    internal static partial int Update(ThreadContext ctx);
-
-    // A context only the binding holds (the scopes' saved contexts), passed
-    // without the SafeHandle's reference count: nothing else can dispose it.
-    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update")]
-    internal static partial int UpdateOwned(nint ctx);
+    internal static partial int Update(nint ctx);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_detach")]
-    internal static partial int Detach(ThreadContext saved);
-
-    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_detach")]
-    internal static partial int Detach(nint savedNull);
+    internal static partial int Detach(nint saved);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_save")]
-    internal static partial int Save(ThreadContext saved);
+    internal static partial int Save(nint saved);
 
-    // The two fast paths that never take records from the pool (they fail
-    // with ENOCTX on a thread that publishes nothing) run without the GC
-    // transition: a few stores, no lock, no system call.
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update_span_id")]
-    [SuppressGCTransition]
     internal static partial int UpdateSpanId(byte* spanId);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update_trace_flags")]
-    [SuppressGCTransition]
     internal static partial int UpdateTraceFlags(byte flags);
 
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update_all")]
     internal static partial int UpdateAll(byte* traceId, byte* spanId, byte flags, Attr* attrs, nuint n);
+
+    // The same publishing calls without the GC transition, for a thread
+    // whose state says they cannot block (ThreadState: which, and why).
+    // Each is a few loads and stores on the calling thread's own state and
+    // records: no lock, no allocation, no system call, no callback into the
+    // runtime, and a bounded time (update_all encodes at most 612 bytes of
+    // attributes).
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_attach")]
+    [SuppressGCTransition]
+    internal static partial int AttachNoTransition(nint ctx, nint saved);
+
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update")]
+    [SuppressGCTransition]
+    internal static partial int UpdateNoTransition(nint ctx);
+
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update_all")]
+    [SuppressGCTransition]
+    internal static partial int UpdateAllNoTransition(byte* traceId, byte* spanId, byte flags, Attr* attrs, nuint n);
+
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_detach")]
+    [SuppressGCTransition]
+    internal static partial int DetachNoTransition(nint saved);
+
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_save")]
+    [SuppressGCTransition]
+    internal static partial int SaveNoTransition(nint saved);
+
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update_span_id")]
+    [SuppressGCTransition]
+    internal static partial int UpdateSpanIdNoTransition(byte* spanId);
+
+    [LibraryImport(Library, EntryPoint = "otel_thread_ctx_update_trace_flags")]
+    [SuppressGCTransition]
+    internal static partial int UpdateTraceFlagsNoTransition(byte flags);
 
     // Readers.
     [LibraryImport(Library, EntryPoint = "otel_thread_ctx_read")]

@@ -51,6 +51,50 @@ internal static unsafe class AttrMarshal
     internal static int Call<TState>(ReadOnlySpan<ThreadAttribute> attrs, in TState state,
         delegate*<in TState, Native.Attr*, nuint, int> call)
     {
+        // Most attributes fit in the stack buffer: encode them straight
+        // into it, in one pass.
+        int n = attrs.Length;
+        if (n <= StackAttrs)
+        {
+            byte* buf = stackalloc byte[StackBytes];
+            Native.Attr* na = stackalloc Native.Attr[StackAttrs];
+            int off = 0;
+            int i = 0;
+            for (; i < n; i++)
+            {
+                ref readonly ThreadAttribute a = ref attrs[i];
+                int len;
+                if (a.Text != null)
+                {
+                    OperationStatus st = System.Text.Unicode.Utf8.FromUtf16(a.Text,
+                        new Span<byte>(buf + off, StackBytes - off), out _, out len, replaceInvalidSequences: false);
+                    if (st == OperationStatus.InvalidData)
+                        return (int)ThreadContextError.Utf8;
+                    if (st != OperationStatus.Done)
+                        break;
+                }
+                else
+                {
+                    len = a.Utf8.Length;
+                    if (len > StackBytes - off)
+                        break;
+                    a.Utf8.Span.CopyTo(new Span<byte>(buf + off, len));
+                }
+                na[i].Key = unchecked((uint)a.Key);
+                na[i].Len = (uint)len;
+                na[i].Value = buf + off;
+                off += len;
+            }
+            if (i == n)
+                return call(in state, n == 0 ? null : na, (nuint)n);
+        }
+        return CallLarge(attrs, in state, call);
+    }
+
+    // Attributes too many or too long for the stack buffer.
+    private static int CallLarge<TState>(ReadOnlySpan<ThreadAttribute> attrs, in TState state,
+        delegate*<in TState, Native.Attr*, nuint, int> call)
+    {
         int n = attrs.Length;
         long need = 0;
         for (int i = 0; i < n; i++)

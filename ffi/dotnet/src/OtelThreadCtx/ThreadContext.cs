@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 using System;
 using System.Diagnostics;
-using System.Runtime.InteropServices;
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 
 namespace OtelThreadCtx;
 
@@ -15,10 +16,10 @@ namespace OtelThreadCtx;
 /// into the calling thread's own record and publish that copy: no thread ever
 /// points into a context.  So any number of threads may attach one context at
 /// once, and a context may be changed, attached again, disposed, or collected
-/// (the finalizer thread then frees it) at any time: what threads publish
-/// changes only when they publish again.  Like any value, a context may be
-/// read by several threads at once (attach, update, copy, get) and written by
-/// one thread while no other uses it (the setters).
+/// at any time: what threads publish changes only when they publish again.
+/// Like any value, a context may be read by several threads at once (attach,
+/// update, copy, get) and written by one thread while no other uses it (the
+/// setters).
 /// </para>
 /// <para>
 /// The setters change the context only; a thread that attached it publishes
@@ -27,9 +28,29 @@ namespace OtelThreadCtx;
 /// call that throws changed nothing.  A disposed context throws
 /// <see cref="ObjectDisposedException"/>.
 /// </para>
+/// <para>
+/// The native context is freed by the finalizer, never by
+/// <see cref="Dispose"/>, which only marks the context disposed: every call
+/// keeps the object reachable until the library returns, so the finalizer
+/// cannot free the memory a call is reading, even when another thread
+/// disposes the context meanwhile.  That makes the calls free of the
+/// reference count a SafeHandle takes and gives back (two atomic
+/// read-modify-writes per context per call).  The memory of a disposed
+/// context (about 700 bytes) stays allocated until the object is collected;
+/// the garbage collector is told of it (GC.AddMemoryPressure).
+/// </para>
 /// </remarks>
-public sealed unsafe class ThreadContext : SafeHandle
+public sealed unsafe class ThreadContext : IDisposable
 {
+    // What the context costs outside the managed heap: the record and the
+    // context's header (src/thread_ctx.c), rounded up.
+    private const long NativeBytes = 704;
+
+    // The otel_thread_ctx; set once, by the constructor, freed only by the
+    // finalizer.
+    private readonly nint _ctx;
+    private volatile bool _disposed;
+
     /// <summary>Bytes of attribute entries a record holds at most (612).</summary>
     public const int MaxAttributesCapacity = Native.AttrsMax;
 
@@ -52,7 +73,7 @@ public sealed unsafe class ThreadContext : SafeHandle
     /// bytes of attribute entries (0 for ids only; at most 612).
     /// </summary>
     /// <exception cref="ThreadContextException">Options (capacity out of range), NoMemory.</exception>
-    public ThreadContext(int attributesCapacity) : base(0, ownsHandle: true)
+    public ThreadContext(int attributesCapacity)
     {
         Native.Options options = new()
         {
@@ -63,8 +84,13 @@ public sealed unsafe class ThreadContext : SafeHandle
         };
         nint ctx;
         int rc = Native.CreateWith(&ctx, &options);
-        ThreadContextException.Check(rc, "otel_thread_ctx_create_with");
-        SetHandle(ctx);
+        if (rc != 0)
+        {
+            GC.SuppressFinalize(this);
+            ThreadContextException.Check(rc, "otel_thread_ctx_create_with");
+        }
+        _ctx = ctx;
+        GC.AddMemoryPressure(NativeBytes);
         AttributesCapacity = attributesCapacity;
     }
 
@@ -75,26 +101,62 @@ public sealed unsafe class ThreadContext : SafeHandle
         SetIds(traceId, spanId, flags);
     }
 
-    /// <inheritdoc/>
-    public override bool IsInvalid => handle == 0;
-
-    /// <inheritdoc/>
-    protected override bool ReleaseHandle()
+    /// <summary>Frees the native context, once nothing can use it.</summary>
+    ~ThreadContext()
     {
         // Never fails, on any thread, whatever the threads that attached the
         // context are doing: they publish copies.
-        Native.Destroy(handle);
-        return true;
+        if (_ctx != 0)
+        {
+            Native.Destroy(_ctx);
+            GC.RemoveMemoryPressure(NativeBytes);
+        }
     }
+
+    /// <summary>
+    /// Marks the context disposed: every later call throws
+    /// <see cref="ObjectDisposedException"/> (the Try methods return
+    /// <see cref="ThreadContextError.Null"/>).  Calls running on other
+    /// threads finish with the context as it was.  A second call does
+    /// nothing.
+    /// </summary>
+    public void Dispose() => _disposed = true;
+
+    /// <summary>True once <see cref="Dispose"/> has been called.</summary>
+    public bool IsClosed => _disposed;
+
+    // The native context for a call, or ObjectDisposedException.  The caller
+    // keeps `this` reachable until the call returns (GC.KeepAlive).
+    internal nint CallPtr => Ptr;
+
+    private nint Ptr
+    {
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
+        get
+        {
+            if (_disposed)
+                ThrowDisposed();
+            return _ctx;
+        }
+    }
+
+    // The native context of a context only the binding holds and never
+    // disposes while in use (the scopes' saved contexts).
+    internal nint OwnedPtr => _ctx;
+
+    [DoesNotReturn]
+    private static void ThrowDisposed() => throw new ObjectDisposedException(nameof(ThreadContext));
 
     /// <summary>Sets both ids and the flags (otel_thread_ctx_set_ids).</summary>
     /// <exception cref="ThreadContextException">Ids when exactly one id is all zero, or flags without ids.</exception>
     public void SetIds(ActivityTraceId traceId, ActivitySpanId spanId, ActivityTraceFlags flags = ActivityTraceFlags.None)
     {
         byte* ids = stackalloc byte[24];
-        traceId.CopyTo(new Span<byte>(ids, 16));
-        spanId.CopyTo(new Span<byte>(ids + 16, 8));
-        ThreadContextException.Check(Native.SetIds(this, ids, ids + 16, (byte)flags), "otel_thread_ctx_set_ids");
+        IdBytes.Trace(traceId, ids);
+        IdBytes.Span(spanId, ids + 16);
+        int rc = Native.SetIds(Ptr, ids, ids + 16, (byte)flags);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_ids");
     }
 
     /// <summary>Sets both ids (16 and 8 bytes) and the flags.</summary>
@@ -106,27 +168,41 @@ public sealed unsafe class ThreadContext : SafeHandle
             throw new ArgumentException("a trace id is 16 bytes", nameof(traceId));
         if (spanId.Length != 8)
             throw new ArgumentException("a span id is 8 bytes", nameof(spanId));
+        int rc;
         fixed (byte* t = traceId)
         fixed (byte* s = spanId)
-            ThreadContextException.Check(Native.SetIds(this, t, s, flags), "otel_thread_ctx_set_ids");
+            rc = Native.SetIds(Ptr, t, s, flags);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_ids");
     }
 
     /// <summary>Changes the span id only (otel_thread_ctx_set_span_id).</summary>
     /// <exception cref="ThreadContextException">Ids when the span id is all zero or there is no trace id.</exception>
     public void SetSpanId(ActivitySpanId spanId)
     {
-        byte* s = stackalloc byte[8];
-        spanId.CopyTo(new Span<byte>(s, 8));
-        ThreadContextException.Check(Native.SetSpanId(this, s), "otel_thread_ctx_set_span_id");
+        ulong s;
+        IdBytes.Span(spanId, (byte*)&s);
+        int rc = Native.SetSpanId(Ptr, (byte*)&s);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_span_id");
     }
 
     /// <summary>Changes the trace flags only (otel_thread_ctx_set_trace_flags).</summary>
     /// <exception cref="ThreadContextException">Ids when the flags are not zero and there are no ids.</exception>
-    public void SetTraceFlags(ActivityTraceFlags flags) =>
-        ThreadContextException.Check(Native.SetTraceFlags(this, (byte)flags), "otel_thread_ctx_set_trace_flags");
+    public void SetTraceFlags(ActivityTraceFlags flags)
+    {
+        int rc = Native.SetTraceFlags(Ptr, (byte)flags);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_trace_flags");
+    }
 
     /// <summary>Removes both ids and the flags.</summary>
-    public void ClearIds() => ThreadContextException.Check(Native.ClearIds(this), "otel_thread_ctx_clear_ids");
+    public void ClearIds()
+    {
+        int rc = Native.ClearIds(Ptr);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_clear_ids");
+    }
 
     /// <summary>
     /// Sets attribute <paramref name="key"/> (replacing its value if set).
@@ -137,46 +213,72 @@ public sealed unsafe class ThreadContext : SafeHandle
     public void SetAttribute(int key, string value)
     {
         ArgumentNullException.ThrowIfNull(value);
-        (ThreadContext, uint) state = (this, unchecked((uint)key));
-        ThreadContextException.Check(AttrMarshal.CallOne(value, in state, &SetAttrCall), "otel_thread_ctx_set_attr");
+        (nint, uint) state = (Ptr, unchecked((uint)key));
+        int rc = AttrMarshal.CallOne(value, in state, &SetAttrCall);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_attr");
     }
 
-    private static int SetAttrCall(in (ThreadContext Ctx, uint Key) s, byte* value, nuint len) =>
+    private static int SetAttrCall(in (nint Ctx, uint Key) s, byte* value, nuint len) =>
         Native.SetAttr(s.Ctx, s.Key, value, len);
 
     /// <summary>Sets attribute <paramref name="key"/> to UTF-8 bytes (checked by the library).</summary>
     /// <exception cref="ThreadContextException">Key, Value, Utf8, NoSpace.</exception>
     public void SetAttribute(int key, ReadOnlySpan<byte> utf8)
     {
+        int rc;
         fixed (byte* v = utf8)
-            ThreadContextException.Check(Native.SetAttr(this, unchecked((uint)key), v, (nuint)utf8.Length),
-                "otel_thread_ctx_set_attr");
+            rc = Native.SetAttr(Ptr, unchecked((uint)key), v, (nuint)utf8.Length);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_attr");
     }
 
     /// <summary>Removes attribute <paramref name="key"/>; absent is not an error.</summary>
     /// <exception cref="ThreadContextException">Key.</exception>
-    public void RemoveAttribute(int key) =>
-        ThreadContextException.Check(Native.RemoveAttr(this, unchecked((uint)key)), "otel_thread_ctx_remove_attr");
+    public void RemoveAttribute(int key)
+    {
+        int rc = Native.RemoveAttr(Ptr, unchecked((uint)key));
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_remove_attr");
+    }
 
     /// <summary>Removes every attribute.</summary>
-    public void ClearAttributes() => ThreadContextException.Check(Native.ClearAttrs(this), "otel_thread_ctx_clear_attrs");
+    public void ClearAttributes()
+    {
+        int rc = Native.ClearAttrs(Ptr);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_clear_attrs");
+    }
 
     /// <summary>Removes ids, flags and attributes.</summary>
-    public void Clear() => ThreadContextException.Check(Native.Clear(this), "otel_thread_ctx_clear");
+    public void Clear()
+    {
+        int rc = Native.Clear(Ptr);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_clear");
+    }
 
     /// <summary>Replaces all the attributes with these, in this order (keys distinct).</summary>
     /// <exception cref="ThreadContextException">Key, Value, Utf8, DuplicateKey, NoSpace.</exception>
-    public void SetAttributes(ReadOnlySpan<ThreadAttribute> attributes) =>
-        ThreadContextException.Check(AttrMarshal.Call(attributes, this, &SetAttrsCall), "otel_thread_ctx_set_attrs");
+    public void SetAttributes(ReadOnlySpan<ThreadAttribute> attributes)
+    {
+        nint ctx = Ptr;
+        int rc = AttrMarshal.Call(attributes, in ctx, &SetAttrsCall);
+        GC.KeepAlive(this);
+        ThreadContextException.Check(rc, "otel_thread_ctx_set_attrs");
+    }
 
-    private static int SetAttrsCall(in ThreadContext ctx, Native.Attr* attrs, nuint n) => Native.SetAttrs(ctx, attrs, n);
+    private static int SetAttrsCall(in nint ctx, Native.Attr* attrs, nuint n) => Native.SetAttrs(ctx, attrs, n);
 
     /// <summary>Makes this context hold what <paramref name="source"/> holds.</summary>
     /// <exception cref="ThreadContextException">NoSpace when its attributes do not fit this context's capacity.</exception>
     public void CopyFrom(ThreadContext source)
     {
         ArgumentNullException.ThrowIfNull(source);
-        ThreadContextException.Check(Native.Copy(this, source), "otel_thread_ctx_copy");
+        int rc = Native.Copy(Ptr, source.Ptr);
+        GC.KeepAlive(this);
+        GC.KeepAlive(source);
+        ThreadContextException.Check(rc, "otel_thread_ctx_copy");
     }
 
     /// <summary>
@@ -186,7 +288,8 @@ public sealed unsafe class ThreadContext : SafeHandle
     public ThreadRecord? GetRecord()
     {
         Native.Record rec;
-        int rc = Native.Get(this, &rec);
+        int rc = Native.Get(Ptr, &rec);
+        GC.KeepAlive(this);
         if (rc == (int)ThreadContextError.NoContext)
             return null;
         ThreadContextException.Check(rc, "otel_thread_ctx_get");
@@ -199,7 +302,9 @@ public sealed unsafe class ThreadContext : SafeHandle
         get
         {
             Native.Record rec;
-            return Native.Get(this, &rec) == 0;
+            int rc = Native.Get(Ptr, &rec);
+            GC.KeepAlive(this);
+            return rc == 0;
         }
     }
 
@@ -213,9 +318,10 @@ public sealed unsafe class ThreadContext : SafeHandle
     /// <exception cref="ThreadContextException">NoMemory, Thread (first publication of a thread).</exception>
     public ThreadContextScope Attach()
     {
+        nint ctx = Ptr;
         ThreadContext saved = SavedPool.Rent();
-        int rc = Native.Attach(this, saved.handle);
-        GC.KeepAlive(saved);
+        int rc = ThreadCalls.Attach(ctx, saved.OwnedPtr);
+        GC.KeepAlive(this);
         if (rc != 0)
         {
             SavedPool.Return(saved);
@@ -233,25 +339,31 @@ public sealed unsafe class ThreadContext : SafeHandle
     /// <exception cref="ThreadContextException">NoSpace when saved is too small for what the thread published; NoMemory, Thread.</exception>
     public void Attach(ThreadContext? saved)
     {
-        int rc = saved is null ? Native.Attach(this, 0) : Native.Attach(this, saved);
-        ThreadContextException.Check(rc, "otel_thread_ctx_attach");
+        int rc = ThreadCalls.Attach(Ptr, saved is null ? 0 : saved.Ptr);
+        GC.KeepAlive(this);
+        GC.KeepAlive(saved);
+        if (rc != 0)
+            ThreadContextException.Throw(rc, "otel_thread_ctx_attach");
     }
 
     /// <summary>The calling thread publishes what this context holds now (a context that holds no record unpublishes).</summary>
     /// <exception cref="ThreadContextException">NoMemory, Thread.</exception>
-    public void Update() => ThreadContextException.Check(Native.Update(this), "otel_thread_ctx_update");
+    public void Update()
+    {
+        int rc = ThreadCalls.Update(Ptr);
+        GC.KeepAlive(this);
+        if (rc != 0)
+            ThreadContextException.Throw(rc, "otel_thread_ctx_update");
+    }
 
     /// <summary><see cref="Update"/> without exceptions: returns the library's code.</summary>
     public ThreadContextError TryUpdate()
     {
-        try
-        {
-            return (ThreadContextError)Native.Update(this);
-        }
-        catch (ObjectDisposedException)
-        {
+        if (_disposed)
             return ThreadContextError.Null;
-        }
+        int rc = ThreadCalls.Update(_ctx);
+        GC.KeepAlive(this);
+        return (ThreadContextError)rc;
     }
 }
 
@@ -269,8 +381,7 @@ public ref struct ThreadContextScope
     internal ThreadContextScope(ThreadContext saved) => _saved = saved;
 
     // What the thread published before the attach (null once disposed): a
-    // context of the binding's own, never handed out, so that it can go to
-    // the library without the SafeHandle's reference count.
+    // context of the binding's own, never handed out.
     internal readonly ThreadContext? Saved => _saved;
 
     /// <summary>Puts back what the attach replaced.  A second call does nothing.</summary>
@@ -280,10 +391,11 @@ public ref struct ThreadContextScope
         if (saved is null)
             return;
         _saved = null;
-        int rc = Native.UpdateOwned(saved.DangerousGetHandle());
+        int rc = ThreadCalls.Update(saved.OwnedPtr);
         GC.KeepAlive(saved);
         SavedPool.Return(saved);
-        ThreadContextException.Check(rc, "otel_thread_ctx_update");
+        if (rc != 0)
+            ThreadContextException.Throw(rc, "otel_thread_ctx_update");
     }
 }
 

@@ -94,12 +94,15 @@ public sealed class ThreadContextException : Exception
     public static unsafe string Describe(ThreadContextError error) =>
         Native.Utf8(Native.StrError((int)error)) ?? error.ToString();
 
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
     internal static void Check(int rc, string function)
     {
         if (rc != 0)
             Throw(rc, function);
     }
 
-    private static void Throw(int rc, string function) =>
+    [System.Diagnostics.CodeAnalysis.DoesNotReturn]
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    internal static void Throw(int rc, string function) =>
         throw new ThreadContextException(function, (ThreadContextError)rc);
 }

@@ -229,10 +229,14 @@ public class ActivityTests
     // The await resumes on another OS thread: that thread publishes the
     // activity while it runs the continuation, and the thread the flow left
     // publishes nothing of it.
-    [Fact]
-    public async Task AnAwaitThatResumesOnAnotherThreadMovesTheActivityThere()
+    // hook: the integration's handler on Activity.Current's own AsyncLocal,
+    // or (false) the AsyncLocal of its own.
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task AnAwaitThatResumesOnAnotherThreadMovesTheActivityThere(bool hook)
     {
-        using var integration = ActivityThreadContext.Start();
+        using var integration = ActivityThreadContext.Start(new ActivityThreadContextOptions { HookActivityCurrent = hook });
         using var first = new Worker("first");
         using var second = new Worker("second");
         Activity? activity = null;
@@ -266,15 +270,20 @@ public class ActivityTests
         Assert.Equal("second after stop: (none)", seen[2]);
         Assert.Equal("(none)", firstAfter); // the flow left: nothing of it
         Assert.Equal("(none)", secondAfter);
+        Assert.Equal(hook, integration.HooksActivityCurrent);
     }
 
     // The same with a continuation that stays in the activity while the
     // second thread finishes it: once the continuation is done the second
     // thread, back in its own context, publishes nothing of it.
-    [Fact]
-    public async Task TheThreadAContinuationLeavesPublishesNothingOfIt()
+    // hook: the integration's handler on Activity.Current's own AsyncLocal,
+    // or (false) the AsyncLocal of its own.
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task TheThreadAContinuationLeavesPublishesNothingOfIt(bool hook)
     {
-        using var integration = ActivityThreadContext.Start();
+        using var integration = ActivityThreadContext.Start(new ActivityThreadContextOptions { HookActivityCurrent = hook });
         using var first = new Worker("first");
         using var second = new Worker("second");
         using var third = new Worker("third");
@@ -300,15 +309,20 @@ public class ActivityTests
         Assert.Equal("(none)", first.Run(() => T.Show(CurrentThread.Read())));
         Assert.Equal("(none)", second.Run(() => T.Show(CurrentThread.Read())));
         Assert.Equal("(none)", third.Run(() => T.Show(CurrentThread.Read())));
+        Assert.Equal(hook, integration.HooksActivityCurrent);
     }
 
     // Many concurrent flows on the thread pool, each awaiting often: after
     // every await, whatever thread runs the flow publishes exactly its
     // activity.
-    [Fact]
-    public async Task ConcurrentFlowsOnTheThreadPool()
+    // hook: the integration's handler on Activity.Current's own AsyncLocal,
+    // or (false) the AsyncLocal of its own.
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task ConcurrentFlowsOnTheThreadPool(bool hook)
     {
-        using var integration = ActivityThreadContext.Start();
+        using var integration = ActivityThreadContext.Start(new ActivityThreadContextOptions { HookActivityCurrent = hook });
         var failures = new System.Collections.Concurrent.ConcurrentQueue<string>();
         var threads = new System.Collections.Concurrent.ConcurrentDictionary<int, bool>();
         int hops = 0;
@@ -352,5 +366,6 @@ public class ActivityTests
         Assert.Empty(failures);
         Assert.True(threads.Count > 1, "the flows ran on one thread only");
         Assert.True(hops > 0, "no await resumed on another thread");
+        Assert.Equal(hook, integration.HooksActivityCurrent);
     }
 }
