@@ -23,7 +23,10 @@ usage: run.py MODE [ARG]
   aot-arm64    a cross publish for linux-arm64 (clang), checked, and run
                under qemu-user where it can be
   bench        the benchmark (bench/): C, BenchmarkDotNet under the JIT, a
-               Stopwatch loop in a NativeAOT executable, and their ratios
+               Stopwatch loop in a NativeAOT executable, and their ratios;
+               the results as JSON and CSV (OTEL_DOTNET_BENCH_RESULTS: a
+               folder to write them to as well, bench/results/ to commit
+               them; ffi/dotnet/bench/tables.py makes doc/dotnet.md's tables)
   prove EXE    the checks of `aot` on an executable built otherwise
   prove-arm64  those checks, by an aarch64 build's tools on an aarch64
                kernel, of the executable aot-arm64 published
@@ -51,6 +54,7 @@ why not, and the AOT cells skip once all else passed), OTEL_DOTNET_C_LAYOUT
 Exits 77 (skip) with the reason where dotnet is not on PATH, or where the
 cell cannot be built on this machine (no clang for lld).
 """
+import csv
 import fcntl
 import json
 import os
@@ -657,39 +661,227 @@ def shared():
 
 # --- bench ----------------------------------------------------------------
 
+# Rows of bench/results/dotnet.json: (id, what, the C row of cloop.c, the
+# .NET row).  The ids are those of bench/results/results.json where the
+# operation is the same ("update_span_id"; "scope": attach with saved, then
+# update of saved); the others are the binding's own.
 BENCH_ROWS = [
-    # (what, the C row of cloop.c, the .NET row)
-    ("attach(ctx, saved) + update(saved)", "attach(ctx, saved) + update(saved)", "Calls.AttachSavedUpdate"),
-    ("a scope: using (ctx.Attach()) { }", "attach(ctx, saved) + update(saved)", "Calls.Scope"),
-    ("update_span_id: TryUpdateSpanId", "update_span_id", "Calls.TryUpdateSpanId"),
-    ("update_all, ids only: TryUpdateAll", "update_all (no attributes)", "Calls.TryUpdateAll"),
-    ("update_all with http.route", None, "Calls.TryUpdateAllOneAttribute"),
+    ("scope", "`attach(ctx, saved)` + `update(saved)` (two `ThreadContext`s)",
+     "attach(ctx, saved) + update(saved)", "Calls.AttachSavedUpdate"),
+    ("scope_using", "a scope: `using (ctx.Attach()) { }` (the same two calls)",
+     "attach(ctx, saved) + update(saved)", "Calls.Scope"),
+    ("update_span_id", "`update_span_id`: `TryUpdateSpanId(ActivitySpanId)`", "update_span_id",
+     "Calls.TryUpdateSpanId"),
+    ("update_all_ids", "`update_all`, ids only: `TryUpdateAll(trace, span, flags)`",
+     "update_all (no attributes)", "Calls.TryUpdateAll"),
+    ("update_all_route", "`update_all` with one attribute (`http.route`)", "update_all (one attribute)",
+     "Calls.TryUpdateAllOneAttribute"),
 ]
 SWITCH_ROWS = [
-    ("activity start + stop, no integration", "Switches.StartStop Mode=None"),
-    ("the same, the integration publishing ids", "Switches.StartStop Mode=Ids"),
-    ("the same, ids and http.route", "Switches.StartStop Mode=IdsAndRoute"),
+    ("switch_none", "start + stop, no integration", "Switches.StartStop Mode=None"),
+    ("switch_handler", "a `CurrentChanged` handler that does nothing (NativeAOT only)",
+     "Switches.StartStop Mode=Handler"),
+    ("switch_handler_asynclocal", "a handler writing an `AsyncLocal` made with a change handler (NativeAOT only)",
+     "Switches.StartStop Mode=HandlerAsyncLocal"),
+    ("switch_ids", "the integration publishing ids", "Switches.StartStop Mode=Ids"),
+    ("switch_route", "the integration publishing ids and `http.route`", "Switches.StartStop Mode=IdsAndRoute"),
+    ("switch_ids_hooked", "the same, `HookActivityCurrent = true` (NativeAOT only)",
+     "Switches.StartStop Mode=IdsHooked"),
+    ("switch_route_hooked", "ids and `http.route`, `HookActivityCurrent = true` (NativeAOT only)",
+     "Switches.StartStop Mode=IdsAndRouteHooked"),
+]
+HOP_ROWS = [
+    ("hop_none", "no integration", "Hops.Yield Mode=None"),
+    ("hop_ids", "the integration publishing ids", "Hops.Yield Mode=Ids"),
+    ("hop_ids_hooked", "the same, `HookActivityCurrent = true`", "Hops.Yield Mode=IdsHooked"),
 ]
 
 
-def bench_lines(out, prefix):
+def bench_lines(out, prefix, fields):
+    """{row: [floats]} of the lines "PREFIX <row> <fields numbers>"; a row
+    that failed ("PREFIX <row> failed") maps to None."""
     rows = {}
     for line in out.splitlines():
-        if line.startswith(prefix + " "):
-            name, value = line[len(prefix) + 1:].rsplit(" ", 1)
-            rows[name] = float(value) if value != "failed" else None
+        if not line.startswith(prefix + " "):
+            continue
+        rest = line[len(prefix) + 1:].strip()
+        if rest.endswith(" failed"):
+            rows[rest[:-len(" failed")].strip()] = None
+            continue
+        parts = rest.rsplit(" ", fields)
+        rows[parts[0]] = [float(v) for v in parts[1:]]
     return rows
+
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    u = os.uname()
+    dn = subprocess.run(["dotnet", "--version"], capture_output=True, text=True).stdout.strip()
+    return {"cpu": cpu, "online_cpus": os.cpu_count(), "kernel": f"{u.sysname} {u.release} {u.machine}",
+            "dotnet": dn}
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(v) for v in f.read().split()[:3]]
+
+
+def bench_results(c_jit, jit, c_aot, aot, aot_alloc, t_start, load_start, bdn_job):
+    """The run as bench/results/dotnet.json holds it."""
+    def c_of(c, name):
+        v = c.get(name) if name else None
+        return (v[0], v[1], v[2]) if v else (None, None, None)
+
+    def jit_of(name):
+        v = jit.get(name)
+        # mean, ci, median, bytes
+        return {"ns": v[0], "ci_ns": v[1], "median_ns": v[2], "bytes": v[3] if v[3] >= 0 else None} if v else \
+            {"ns": None, "ci_ns": None, "median_ns": None, "bytes": None}
+
+    def aot_of(name):
+        v = aot.get(name)
+        return {"ns": v[0], "ci_low": v[1], "ci_high": v[2]} if v else {"ns": None, "ci_low": None, "ci_high": None}
+
+    def with_ratio(d, base):
+        d["ratio"] = round(d["ns"] / base, 3) if d["ns"] is not None and base else None
+        return d
+
+    calls = []
+    for rid, label, c_name, net in BENCH_ROWS:
+        cj, cj_lo, cj_hi = c_of(c_jit, c_name)
+        ca, ca_lo, ca_hi = c_of(c_aot, c_name)
+        j = with_ratio(jit_of(net), cj)
+        j.update({"c_ns": cj, "c_ci_low": cj_lo, "c_ci_high": cj_hi})
+        a = with_ratio(aot_of(net), ca)
+        a.update({"c_ns": ca, "c_ci_low": ca_lo, "c_ci_high": ca_hi})
+        calls.append({"id": rid, "label": label, "c_row": c_name, "dotnet_row": net, "jit": j, "aot": a})
+
+    switches = []
+    for rid, label, net in SWITCH_ROWS:
+        j, a = jit_of(net), aot_of(net)
+        alloc = aot_alloc.get(net)
+        a["bytes"] = alloc[0] if alloc else None
+        switches.append({"id": rid, "label": label, "dotnet_row": net, "jit": j, "aot": a})
+    base = switches[0]
+    for r in switches[1:]:
+        j, a, bj, ba = r["jit"], r["aot"], base["jit"], base["aot"]
+        with_ratio(j, bj["ns"])
+        with_ratio(a, ba["ns"])
+        if j["ns"] is not None and bj["ns"] is not None:
+            j["per_switch"] = round((j["ns"] - bj["ns"]) / 2, 2)
+        if a["ns"] is not None and ba["ns"] is not None:
+            a["per_switch"] = round((a["ns"] - ba["ns"]) / 2, 2)
+            a["per_switch_low"] = round((a["ci_low"] - ba["ci_high"]) / 2, 2)
+            a["per_switch_high"] = round((a["ci_high"] - ba["ci_low"]) / 2, 2)
+        for k, b in (("jit", bj), ("aot", ba)):
+            if r[k].get("bytes") is not None and b.get("bytes") is not None:
+                r[k]["bytes_per_switch_more"] = (r[k]["bytes"] - b["bytes"]) / 2
+
+    hops = []
+    for rid, label, net in HOP_ROWS:
+        hops.append({"id": rid, "label": label, "dotnet_row": net, "aot": aot_of(net)})
+    for r in hops[1:]:
+        with_ratio(r["aot"], hops[0]["aot"]["ns"])
+
+    def row(rows, rid):
+        return next(r for r in rows if r["id"] == rid)
+
+    def goal(text, value, limit, fmt):
+        return {"goal": text, "measured": "-" if value is None else fmt.format(value),
+                "met": value is not None and value <= limit}
+
+    goals = [
+        goal("NativeAOT `update_span_id` <= 1.5x C", row(calls, "update_span_id")["aot"]["ratio"], 1.5, "{:.2f}x"),
+        goal("NativeAOT attach + update <= 2x C", row(calls, "scope")["aot"]["ratio"], 2.0, "{:.2f}x"),
+        goal("NativeAOT `update_all`, ids only, <= 2x C", row(calls, "update_all_ids")["aot"]["ratio"], 2.0,
+             "{:.2f}x"),
+        goal("NativeAOT, per switch, ids only, <= 40 ns", row(switches, "switch_ids")["aot"].get("per_switch"),
+             40.0, "{:.1f} ns"),
+        goal("the same, `HookActivityCurrent = true`", row(switches, "switch_ids_hooked")["aot"].get("per_switch"),
+             40.0, "{:.1f} ns"),
+        goal("NativeAOT, per switch, ids and one tag, <= 60 ns",
+             row(switches, "switch_route")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
+        goal("the same, `HookActivityCurrent = true`",
+             row(switches, "switch_route_hooked")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
+        goal("NativeAOT, per `await` that hops threads, <= 1.3x without the integration",
+             row(hops, "hop_ids")["aot"].get("ratio"), 1.3, "{:.2f}x"),
+        goal("the same, `HookActivityCurrent = true`", row(hops, "hop_ids_hooked")["aot"].get("ratio"), 1.3,
+             "{:.2f}x"),
+        goal("bytes allocated per switch beyond `Activity.Current`'s own: 0 (NativeAOT, ids and one tag)",
+             row(switches, "switch_route")["aot"].get("bytes_per_switch_more"), 0, "{:.0f} B"),
+        goal("the same, `HookActivityCurrent = true`",
+             row(switches, "switch_route_hooked")["aot"].get("bytes_per_switch_more"), 0, "{:.0f} B"),
+    ]
+    worst = None
+    for r in calls + switches:
+        j = r["jit"]
+        if j["ns"] and j["ci_ns"] is not None:
+            rel = j["ci_ns"] / j["ns"]
+            worst = rel if worst is None else max(worst, rel)
+    goals.append(goal("BenchmarkDotNet: every CI under 10 % of its figure (the widest)",
+                      None if worst is None else 100 * worst, 10.0, "{:.1f} %"))
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "loadavg_start": load_start,
+        "loadavg_end": loadavg(),
+        "seconds": round(time.monotonic() - t_start, 1),
+        "settings": {
+            "c": "cloop.c: a pinned CPU; 21 interleaved repetitions of 200,000 calls; median, 6th and 16th",
+            "bdn_job": bdn_job,
+            "aot": "a Stopwatch loop: 21 runs (200,000 calls; 100,000 activities; 50,000 awaits) after a "
+                   "warm-up; median, 6th and 16th",
+        },
+        "c_jit": {k: v for k, v in c_jit.items()},
+        "c_aot": {k: v for k, v in c_aot.items()},
+        "calls": calls,
+        "switches": switches,
+        "hops": hops,
+        "goals": goals,
+    }
+
+
+def write_results(res, folder):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "dotnet.json"), "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    cols = ["id", "label", "runtime", "ns", "ci_ns", "ci_low", "ci_high", "c_ns", "c_ci_low", "c_ci_high",
+            "ratio", "per_switch", "bytes"]
+    with open(os.path.join(folder, "dotnet.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for group in ("calls", "switches", "hops"):
+            for r in res[group]:
+                for runtime in ("jit", "aot"):
+                    if runtime not in r:
+                        continue
+                    v = dict(r[runtime], id=r["id"], label=r["label"], runtime=runtime)
+                    w.writerow(["" if v.get(c) is None else v.get(c) for c in cols])
+    print(f"results: {folder}/dotnet.json, dotnet.csv")
 
 
 def bench():
     # C (cloop.c), .NET under the JIT (BenchmarkDotNet, in process) and the
     # same calls in a NativeAOT executable (a Stopwatch loop), one after the
-    # other in one run; then the table of ratios (doc/dotnet.md, Numbers).
+    # other in one run; then the tables (doc/dotnet.md, Numbers), and the
+    # results as JSON and CSV in WORK/bench, and in OTEL_DOTNET_BENCH_RESULTS
+    # (a folder: bench/results/ to commit them) when it is set.
     need_dotnet()
     lib = env("OTEL_DOTNET_LIB")
     e = dotnet_env(os.path.join(WORK, "bench"))
     e["LD_LIBRARY_PATH"] = lib + (":" + e["LD_LIBRARY_PATH"] if e.get("LD_LIBRARY_PATH") else "")
     t0 = time.monotonic()
+    load_start = loadavg()
+    print(f"load average: {load_start}")
 
     def c_rows():
         # C, right before each .NET run, so that each ratio sets figures
@@ -698,12 +890,13 @@ def bench():
         print("+ " + cloop, flush=True)
         c = subprocess.run([cloop], env=e, capture_output=True, text=True, check=True).stdout
         print(c, end="")
-        return bench_lines(c, "C")
+        return bench_lines(c, "C", 3)
 
     c_jit = c_rows()
 
     print("JIT, BenchmarkDotNet:", flush=True)
     os.makedirs(os.path.join(WORK, "bench", "bdn"), exist_ok=True)
+    short = os.environ.get("OTEL_DOTNET_BENCH_SHORT") == "1"
     p = subprocess.run(["dotnet", "run", "-c", "Release", "--project",
                         os.path.join(SRC, "bench", "OtelThreadCtx.BenchmarkDotNet"),
                         f"-p:OtelThreadCtxNativeDir={lib}"] + restore_props() + common_props(),
@@ -712,7 +905,7 @@ def bench():
     print(p.stdout, end="")
     if p.returncode != 0:
         fail(f"BenchmarkDotNet exited {p.returncode}")
-    jit = bench_lines(p.stdout, "BDN")
+    jit = bench_lines(p.stdout, "BDN", 4)
 
     pack()
     out = os.path.join(WORK, "bench-aot", "publish")
@@ -727,33 +920,26 @@ def bench():
     print(p.stdout, end="")
     if p.returncode != 0:
         fail(f"the NativeAOT benchmark exited {p.returncode}")
-    aot = bench_lines(p.stdout, "AOT")
+    aot = bench_lines(p.stdout, "AOT", 3)
+    aot_alloc = bench_lines(p.stdout, "AOTALLOC", 1)
+    hooked = [line.split()[1] == "True" for line in p.stdout.splitlines() if line.startswith("AOTHOOK ")]
+    wrong = [line for line in p.stdout.splitlines() if line.startswith("AOTWRONG ")]
+    if wrong:
+        fail("after the awaits, threads published what they should not: " + "; ".join(wrong))
 
-    def cell(v, base):
-        if v is None:
-            return "-"
-        return f"{v:.1f}" + (f" ({v / base:.1f}x)" if base else "")
-
-    print("\nns per call (x: against C, measured right before)")
-    print(f"| call | C | .NET JIT (BenchmarkDotNet) | C | .NET NativeAOT (Stopwatch) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for what, c_name, net in BENCH_ROWS:
-        bj = c_jit.get(c_name) if c_name else None
-        ba = c_aot.get(c_name) if c_name else None
-        print(f"| {what} | {cell(bj, None)} | {cell(jit.get(net), bj)} | {cell(ba, None)} | {cell(aot.get(net), ba)} |")
-    print("\nns per activity start + stop (two switches of Activity.Current; x: against no integration); "
-          "per switch: half the difference the integration makes")
-    print("| | .NET JIT | per switch | .NET NativeAOT | per switch |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    none_jit, none_aot = jit.get(SWITCH_ROWS[0][1]), aot.get(SWITCH_ROWS[0][1])
-    for what, name in SWITCH_ROWS:
-        j, a = jit.get(name), aot.get(name)
-        dj = f"{(j - none_jit) / 2:.1f}" if name != SWITCH_ROWS[0][1] and j and none_jit else ""
-        da = f"{(a - none_aot) / 2:.1f}" if name != SWITCH_ROWS[0][1] and a and none_aot else ""
-        print(f"| {what} | {cell(j, none_jit if name != SWITCH_ROWS[0][1] else None)} | {dj} "
-              f"| {cell(a, none_aot if name != SWITCH_ROWS[0][1] else None)} | {da} |")
-    for name in ("Hops.Yield Mode=None", "Hops.Yield Mode=Ids"):
-        print(f"NativeAOT {name}: {cell(aot.get(name), None)} ns per await Task.Yield()")
+    job = ("ShortRun (3 iterations: OTEL_DOTNET_BENCH_SHORT=1)" if short else
+           "the default job (iterations until the 99.9 % CI is within 2 % of the mean, 15 to 100), "
+           "in process (InProcessEmitToolchain), MemoryDiagnoser")
+    res = bench_results(c_jit, jit, c_aot, aot, aot_alloc, t0, load_start, job)
+    res["aot_hooks_activity_current"] = bool(hooked) and all(hooked)
+    write_results(res, os.path.join(WORK, "bench"))
+    folder = os.environ.get("OTEL_DOTNET_BENCH_RESULTS", "")
+    if folder:
+        write_results(res, folder)
+    sys.path.insert(0, os.path.join(SRC, "bench"))
+    import tables
+    print()
+    print(tables.render(res))
     print(f"bench: {time.monotonic() - t0:.0f} s")
 
 

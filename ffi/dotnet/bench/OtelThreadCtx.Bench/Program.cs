@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Nanoseconds per operation, the median of 11 runs of N each after a
-// warm-up, as "AOT <row> <ns>" lines whose rows are named as those of the
-// BenchmarkDotNet project (run.py bench sets them side by side).  This plain
-// Stopwatch loop is what measures the NativeAOT executable: BenchmarkDotNet
-// measures under the JIT.  Run on one thread unless said otherwise.
+// Nanoseconds per operation, the median of 21 runs of N each after a
+// warm-up, as "AOT <row> <median> <low> <high>" lines (low and high: the 6th
+// and 16th of the 21 sorted runs, which hold the median between them with a
+// confidence of 97 %), whose rows are named as those of the BenchmarkDotNet
+// project (run.py bench sets them side by side).  For the activity rows,
+// "AOTALLOC <row> <bytes>": the bytes the calling thread allocated per
+// operation (GC.GetAllocatedBytesForCurrentThread).  This plain Stopwatch
+// loop is what measures the NativeAOT executable: BenchmarkDotNet measures
+// under the JIT.  Run on one thread unless said otherwise.
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -18,16 +22,22 @@ internal static class Program
     {
         for (int w = 0; w < 3; w++)
             body(n / 10);
-        var runs = new double[11];
+        var runs = new double[21];
+        long allocated = 0;
         for (int run = 0; run < runs.Length; run++)
         {
+            long a0 = GC.GetAllocatedBytesForCurrentThread();
             var sw = Stopwatch.StartNew();
             body(n);
             runs[run] = sw.Elapsed.TotalMilliseconds * 1e6 / n;
+            allocated += GC.GetAllocatedBytesForCurrentThread() - a0;
         }
         Array.Sort(runs);
         double median = runs[runs.Length / 2];
-        Console.WriteLine(FormattableString.Invariant($"AOT {what} {median:F2}"));
+        Console.WriteLine(FormattableString.Invariant($"AOT {what} {median:F2} {runs[5]:F2} {runs[15]:F2}"));
+        if (what.StartsWith("Switches.", StringComparison.Ordinal))
+            Console.WriteLine(FormattableString.Invariant(
+                $"AOTALLOC {what} {(double)allocated / ((long)n * runs.Length):F1}"));
         return median;
     }
 
@@ -73,52 +83,92 @@ internal static class Program
         CurrentThread.Detach();
 
         // The Activity integration: an activity start + stop is two switches.
-        var parent = new Activity("parent").SetIdFormat(ActivityIdFormat.W3C);
-        parent.SetTag("http.route", "GET /users/{id}");
-        parent.Start();
-        Best("Switches.StartStop Mode=None", N / 2, n =>
-        {
-            for (int i = 0; i < n; i++)
-                new Activity("child").Start().Stop();
-        });
+        // Each row on a thread of its own, started without the caller's
+        // execution context, under a parent activity of its own: no row
+        // inherits the AsyncLocals another left behind.
+        Switches("Switches.StartStop Mode=None");
+        // What any integration built on CurrentChanged and a second
+        // AsyncLocal pays before it publishes anything: the handler alone,
+        // then the handler writing an AsyncLocal made with a change handler
+        // (an empty one).
+        EventHandler<ActivityChangedEventArgs> empty = (_, _) => { };
+        Activity.CurrentChanged += empty;
+        Switches("Switches.StartStop Mode=Handler");
+        Activity.CurrentChanged -= empty;
+        var local = new AsyncLocal<Activity?>(_ => { });
+        EventHandler<ActivityChangedEventArgs> write = (_, e) => local.Value = e.Current;
+        Activity.CurrentChanged += write;
+        Switches("Switches.StartStop Mode=HandlerAsyncLocal");
+        Activity.CurrentChanged -= write;
         using (ActivityThreadContext.Start())
-        {
-            Best("Switches.StartStop Mode=Ids", N / 2, n =>
-            {
-                for (int i = 0; i < n; i++)
-                    new Activity("child").Start().Stop();
-            });
-        }
-        var options = new ActivityThreadContextOptions();
-        options.AttributeTags.Add("http.route");
-        using (ActivityThreadContext.Start(options))
-        {
-            Best("Switches.StartStop Mode=IdsAndRoute", N / 2, n =>
-            {
-                for (int i = 0; i < n; i++)
-                    new Activity("child").Start().Stop();
-            });
-        }
-        parent.Stop();
+            Switches("Switches.StartStop Mode=Ids");
+        var route = new ActivityThreadContextOptions();
+        route.AttributeTags.Add("http.route");
+        using (ActivityThreadContext.Start(route))
+            Switches("Switches.StartStop Mode=IdsAndRoute");
 
         // An await that hops threads: the flow's context moves, which the
         // integration turns into a publication on each side.
         Hops("Hops.Yield Mode=None", null);
         Hops("Hops.Yield Mode=Ids", new ActivityThreadContextOptions());
+
+        // HookActivityCurrent: last, since the handler, once installed,
+        // stays; the activities it follows are made after it is.
+        var hooked = new ActivityThreadContextOptions { HookActivityCurrent = true };
+        using (var integration = ActivityThreadContext.Start(hooked))
+        {
+            Switches("Switches.StartStop Mode=IdsHooked");
+            Console.WriteLine($"AOTHOOK {integration.HooksActivityCurrent}");
+        }
+        var hookedRoute = new ActivityThreadContextOptions { HookActivityCurrent = true };
+        hookedRoute.AttributeTags.Add("http.route");
+        using (var integration = ActivityThreadContext.Start(hookedRoute))
+        {
+            Switches("Switches.StartStop Mode=IdsAndRouteHooked");
+            Console.WriteLine($"AOTHOOK {integration.HooksActivityCurrent}");
+        }
+        Hops("Hops.Yield Mode=IdsHooked", hooked);
         return 0;
+    }
+
+    private static void Switches(string what)
+    {
+        var t = new Thread(() =>
+        {
+            var parent = new Activity("parent").SetIdFormat(ActivityIdFormat.W3C);
+            parent.SetTag("http.route", "GET /users/{id}");
+            parent.Start();
+            Best(what, N / 2, n =>
+            {
+                for (int i = 0; i < n; i++)
+                    new Activity("child").Start().Stop();
+            });
+            parent.Stop();
+        });
+        t.UnsafeStart();
+        t.Join();
     }
 
     private static double Hops(string what, ActivityThreadContextOptions? options)
     {
         using ActivityThreadContext? integration = options is null ? null : ActivityThreadContext.Start(options);
-        return Best(what, 50_000, n =>
+        int wrong = 0;
+        double median = Best(what, 50_000, n =>
         {
             Task.Run(async () =>
             {
                 using var a = new Activity("flow").SetIdFormat(ActivityIdFormat.W3C).Start();
                 for (int i = 0; i < n; i++)
                     await Task.Yield();
+                // The thread the flow ends on publishes it (with an
+                // integration), or nothing.
+                bool published = CurrentThread.TryReadIds(out _, out ActivitySpanId span, out _);
+                if (published != (integration != null) || (published && span != a.SpanId))
+                    Interlocked.Increment(ref wrong);
             }).Wait();
         });
+        if (wrong != 0)
+            Console.WriteLine($"AOTWRONG {what} {wrong}");
+        return median;
     }
 }
