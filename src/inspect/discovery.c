@@ -730,6 +730,12 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 		 * kernel thread (maps that may not be read fail to open,
 		 * above), or caught in an exec(). */
 		err = settle(insp, OTEL_THREAD_CTX_ENOSLOT);
+		/* A user process none of whose threads has memory left is
+		 * exiting, whatever the checks at both ends saw: its maps read
+		 * empty at both (seen on aarch64, where an open takes longer
+		 * than the test's child takes to exit). */
+		if (err == OTEL_THREAD_CTX_ENOSLOT && otel__remote_memory_released(pid))
+			err = OTEL_THREAD_CTX_ESRCH;
 		goto done;
 	}
 	insp->info.libc = detect_libc(insp->mem, &maps);

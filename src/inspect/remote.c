@@ -100,6 +100,26 @@ static int has_memory(pid_t pid, const char *tid)
 	return strtoul(buf, NULL, 10) != 0;
 }
 
+bool otel__remote_memory_released(pid_t pid)
+{
+	char self[24], buf[1024], *p;
+	unsigned long flags = 0;
+
+	snprintf(self, sizeof(self), "%ld", (long)pid);
+	if (has_memory(pid, self) || otel__remote_memory_task(pid) != pid)
+		return false;
+	if (otel__remote_proc_text(buf, sizeof(buf), "/proc/%ld/stat", (long)pid) <= 0)
+		return true; /* gone */
+	/* "pid (comm) S ppid pgrp session tty tpgid flags": field 9. */
+	p = strrchr(buf, ')');
+	for (int field = 3; field <= 9 && p != NULL; field++) {
+		p = strchr(p + 1, ' ');
+		if (p != NULL && field == 9)
+			flags = strtoul(p + 1, NULL, 10);
+	}
+	return p != NULL && (flags & 0x00200000u) == 0; /* PF_KTHREAD */
+}
+
 pid_t otel__remote_memory_task(pid_t pid)
 {
 	char self[24], path[48];

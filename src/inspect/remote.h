@@ -7,6 +7,7 @@
 #ifndef OTEL_INSPECT_REMOTE_H
 #define OTEL_INSPECT_REMOTE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -44,6 +45,13 @@ size_t otel__remote_read_many(pid_t pid, const uint64_t *addr, size_t n, void *b
  * read through it then fails as it would have.
  */
 pid_t otel__remote_memory_task(pid_t pid);
+
+/*
+ * Is process `pid` a user process none of whose threads has memory left:
+ * one that is exiting (its memory released, its maps empty) or gone?  Not
+ * a kernel thread (PF_KTHREAD), which never has memory.
+ */
+bool otel__remote_memory_released(pid_t pid);
 
 /*
  * Reads the /proc file that the printf() format `fmt` names, at most
