@@ -52,12 +52,16 @@
 /* Threads listed one by one in a finding's message before "and N more". */
 #define TIDS_SHOWN 8
 
+struct per_thread;
+
 struct finding {
 	const char *id;
 	enum status status;
 	const char *rule; /* NULL: a fact, no rule */
 	char message[512];
 	char fix[256];
+	/* A per-thread finding: the threads that break the rule. */
+	const struct per_thread *threads;
 };
 
 /* A rule broken by several threads: one finding, the threads counted. */
@@ -66,6 +70,10 @@ struct per_thread {
 	enum status status;
 	size_t count;
 	pid_t tids[TIDS_SHOWN];
+	/* Every thread counted (--json lists them), as far as memory allows:
+	 * `listed` of them. */
+	pid_t *all;
+	size_t listed, cap;
 };
 
 enum { T_VALID, T_ALIGN, T_UNREADABLE, T_HALF_IDS, T_FLAGS, T_OVERSIZED, T_TRUNCATED,
@@ -519,6 +527,16 @@ static void note(int kind, pid_t tid)
 	if (t->count < TIDS_SHOWN)
 		t->tids[t->count] = tid;
 	t->count++;
+	if (t->listed == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		pid_t *all = realloc(t->all, cap * sizeof(*all));
+
+		if (all == NULL)
+			return;
+		t->all = all;
+		t->cap = cap;
+	}
+	t->all[t->listed++] = tid;
 }
 
 /* The attribute rules of record r, for thread tid. */
@@ -637,6 +655,7 @@ static void check_threads(struct doctor *d)
 		f = add(d, t->id, t->status, t->rule, "%zu thread%s (%s): %s", t->count,
 			t->count == 1 ? "" : "s", tids, t->what);
 		set_fix(f, t->fix);
+		f->threads = t;
 	}
 	if (err != OTEL_THREAD_CTX_OK)
 		add(d, "threads", S_WARN, NULL, "the threads could not be listed: %s",
@@ -777,7 +796,13 @@ static void print_json(const struct doctor *d, const char *verdict, int code, co
 		json_kv("status", check_status_name(f->status), true);
 		json_kv("rule", f->rule, true);
 		json_kv("message", f->message, true);
-		json_kv("fix", f->fix[0] != '\0' ? f->fix : NULL, false);
+		json_kv("fix", f->fix[0] != '\0' ? f->fix : NULL, f->threads != NULL);
+		if (f->threads != NULL) {
+			printf("\"threads\": [");
+			for (size_t k = 0; k < f->threads->listed; k++)
+				printf("%s%d", k ? ", " : "", (int)f->threads->all[k]);
+			printf("]");
+		}
 		printf("}");
 	}
 	printf("]}\n");
@@ -845,6 +870,11 @@ int check_pid(pid_t pid, bool json, bool quiet)
 		print_json(d, verdict, code, sum);
 	else
 		print_text(d, code == 1 ? "FAIL" : code == 5 ? "ABSENT" : "PASS", sum, quiet);
+	for (size_t k = 0; k < T_COUNT; k++) {
+		free(per_thread[k].all);
+		per_thread[k].all = NULL;
+		per_thread[k].listed = per_thread[k].cap = 0;
+	}
 	free(d->threads);
 	otel_thread_ctx_inspect_process_snapshot_free(d->pctx.snap);
 	otel_thread_ctx_inspect_close(d->insp);

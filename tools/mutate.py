@@ -585,6 +585,25 @@ MUTANTS = [
            "\totel__attr_iter_init_map(it, record, 0 * otel_thread_ctx_inspect_key_count(insp));\n",
            ["inspect-values-startup"], "the inspector's attribute walk ignores the process's "
            "key map: every attribute reads as unmapped"),
+    # The conformance vectors (tests/vectors/) against each reader rule.
+    Mutant("vectors-valid-nonzero", "reader rules", RECORD_H,
+           "\tif (out->valid != 1)\n\t\treturn OTEL_THREAD_CTX_EINVALID;\n",
+           "\tif (out->valid == 0)\n\t\treturn OTEL_THREAD_CTX_EINVALID;\n",
+           ["vectors-bytes", "vectors-live"], "a record whose valid byte is 2 or 255 is read "
+           "as valid (only 1 is)"),
+    Mutant("vectors-unmapped-kept", "reader rules", RECORD_C,
+           "\t\tif (a.key >= it->keys) {\n", "\t\tif (a.key >= it->keys + 256) {\n",
+           ["vectors-bytes", "vectors-live"], "an attribute whose key index the key map does "
+           "not name is returned (readers MUST ignore it)"),
+    Mutant("vectors-wire-type-6", "reader rules", "src/format/pb_read.c",
+           "\tdefault:\n\t\t/* Groups (3, 4) and the undefined types 6 and 7. */\n\t\treturn -1;\n",
+           "\tdefault:\n\t\t/* Groups (3, 4) and the undefined types 6 and 7. */\n"
+           "\t\tif (f->wire == 6)\n\t\t\tbreak;\n\t\treturn -1;\n",
+           ["vectors-bytes"], "a process-context payload with a field of wire type 6 (no such "
+           "type) is decoded"),
+    Mutant("vectors-doctor-repeated-key", "doctor", "tools/check-pid.c",
+           "\t\t\trepeated = true;\n", "\t\t\trepeated = repeated;\n",
+           ["vectors-live"], "the doctor says nothing of a key index repeated in a record"),
     Mutant("sample-half-ids-uncounted", "tool output", "tools/sample/otel-thread-ctx-sample.c",
            "\t\t\tt->half_ids++;\n", "\t\t\tt->half_ids += 0;\n",
            ["bpf-cli"], "the tool reads records with one of the ids set without saying so, "
