@@ -151,7 +151,8 @@ void tool_modules_json(const struct otel_thread_ctx_inspect_info *info)
 
 		printf("%s{\"path\":", i ? "," : "");
 		tool_json_string(m->path, strlen(m->path));
-		printf(",\"model\":\"%s\"", otel_thread_ctx_inspect_model_name(m->model));
+		printf(",\"model\":\"%s\",\"st_value\":%" PRIu64,
+		       otel_thread_ctx_inspect_model_name(m->model), m->st_value);
 		if (dynamic(m))
 			printf(",\"module_id\":%" PRIu64 ",\"offset\":%" PRIu64 "}", m->module_id,
 			       m->dtv_offset);

@@ -6,6 +6,7 @@ usage: run.py bytes --read READ [--python | --no-python REASON] [--wrapper=WORD]
        run.py live  --read READ --writer WRITER --inspector CLI --checker CHECK
                     [--python | --no-python REASON] [--skip REASON]
        run.py bpf   --writer WRITER --sampler SAMPLE [--skip REASON]
+       run.py elf   --checker CHECK [--writer WRITER --inspector CLI]
 
 bytes: make-vectors.py --check, then the readers of bytes: the C record
   decoder with the key-map walk and otel_thread_ctx_inspect_anomalies()
@@ -21,6 +22,13 @@ live: WRITER (writer.c, a writer that does not use this library) publishes
   vector, published as its process context, checked by the doctor.
 bpf: the BPF reader (SAMPLE --json, the eBPF sampler) samples WRITER's
   threads: each record vector read as its expectation says.
+
+elf: the file checker (CHECK --json) on each ELF vector: what it must find
+  (machine, kind, the slot's symbol, access models, relocations, the
+  executable's thread-pointer offset) and its verdict; with WRITER, the
+  shared libraries of this machine's CPU that load are loaded into it and
+  the inspector (CLI --json) must find each with the slot at offset 24 of
+  its TLS block in a model that the vector's access model allows.
 
 A vector whose expected result is a rejection must be rejected by each
 reader.  Prints one line per reader and vector that fails, and a count per
@@ -479,9 +487,67 @@ def run_bpf(args, t):
         t.check("bpf-sampler", v["name"], p)
 
 
+# --- The ELF vectors ------------------------------------------------------------------
+
+# The inspector's models for a file's access model.
+INSPECTOR_MODELS = {"TLSDESC": {"tlsdesc-static", "tlsdesc-dynamic"},
+                    "general-dynamic": {"general-dynamic"},
+                    "initial-exec": {"initial-exec"}, "local-exec": {"local-exec"}}
+
+
+def run_elf(args, t):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "make-elf-vectors.py"), "--check",
+                          HERE], stdout=subprocess.PIPE, text=True)
+    t.check("make-elf-vectors.py", "elf.json", [] if out.returncode == 0 else [out.stdout])
+    doc = load("elf.json")
+    for v in doc["vectors"]:
+        e = v["expect"]
+        out = subprocess.run([args.checker, "--json", os.path.join(HERE, v["file"])],
+                             stdout=subprocess.PIPE, text=True, timeout=60)
+        f = json.loads(out.stdout)["files"][0]
+        p = []
+        same(p, "verdict", f["verdict"], e["verdict"])
+        for k in ("machine", "kind", "access_models", "main_program_tp_offset"):
+            if k in e:
+                same(p, k, f.get(k), e[k])
+        slot = f.get("slot") or {"defined": False}
+        for k, want in e["slot"].items():
+            same(p, "slot " + k, slot.get(k), want)
+        if "relocations" in e:
+            same(p, "relocations", sorted({r["type"] for r in f.get("relocations") or []}),
+                 sorted(e["relocations"]))
+        t.check("checker-file", v["name"] if "name" in v else v["file"], p)
+    if not args.writer:
+        return
+    machine = {"x86_64": "x86-64", "aarch64": "aarch64"}.get(os.uname().machine)
+    libs = [v for v in doc["vectors"] if v["expect"]["machine"] == machine and
+            v["expect"]["kind"] == "shared-library" and v["expect"]["slot"].get("type") == "TLS"]
+    w = Writer(args.writer, ["dlopen " + os.path.join(HERE, v["file"]) for v in libs])
+    try:
+        out = subprocess.run([args.inspector, "--json", str(w.pid)], stdout=subprocess.PIPE,
+                             text=True, timeout=60)
+    finally:
+        w.close()
+    if out.returncode == 4 or not out.stdout:
+        skip("the inspector cannot read the writer: exit %d" % out.returncode)
+    modules = {os.path.basename(m["path"]): m for m in json.loads(out.stdout)["modules"]}
+    for v, answer in zip(libs, w.answers):
+        p = []
+        same(p, "dlopen", answer[1], "ok")
+        m = modules.get(os.path.basename(v["file"]))
+        if m is None:
+            p.append("the inspector lists no module %s" % os.path.basename(v["file"]))
+        else:
+            same(p, "offset in the TLS block", m.get("st_value"), v["expect"]["slot"]["value"])
+            allowed = set().union(*(INSPECTOR_MODELS[a] for a in v["expect"]["access_models"]))
+            if m.get("model") not in allowed:
+                p.append("model %r, expected one of %s" % (m.get("model"), sorted(allowed)))
+        t.check("inspector-module", v["file"], p)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("bytes", "live", "bpf"))
+    ap.add_argument("mode", choices=("bytes", "live", "bpf", "elf"))
     ap.add_argument("--read")
     ap.add_argument("--writer")
     ap.add_argument("--inspector")
@@ -498,7 +564,7 @@ def main():
     if not args.python and not args.no_python:
         args.no_python = "not asked for (--python)"
     t = Tally()
-    {"bytes": run_bytes, "live": run_live, "bpf": run_bpf}[args.mode](args, t)
+    {"bytes": run_bytes, "live": run_live, "bpf": run_bpf, "elf": run_elf}[args.mode](args, t)
     return t.report()
 
 

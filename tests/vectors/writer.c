@@ -19,11 +19,15 @@
  *                              modulo 8, in its slot, then spins (so that a
  *                              sampler driven by a CPU clock sees it);
  *                              prints "thread TID"
+ *   dlopen PATH                loads the shared library PATH (an ELF vector)
+ *                              and touches its slot's TLS block from this
+ *                              thread; prints "dlopen ok" or "dlopen error"
  *   run                        prints "ready"
  *
  * It exits when its standard input ends (or on a malformed command, exit 2).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -163,6 +167,16 @@ int main(void)
 			fail("empty command");
 		if (strcmp(cmd, "run") == 0) {
 			printf("ready\n");
+		} else if (strcmp(cmd, "dlopen") == 0 && strlen(line) > 7) {
+			void *h = dlopen(line + 7, RTLD_NOW | RTLD_LOCAL);
+			void *sym = h != NULL ? dlsym(h, "otel_vector_get") : NULL;
+			void *(*get)(void) = NULL;
+
+			/* (POSIX: a function's address as dlsym() returns it.) */
+			memcpy(&get, &sym, sizeof(get));
+			if (get != NULL)
+				get();
+			printf("dlopen %s\n", get != NULL ? "ok" : "error");
 		} else if (strcmp(cmd, "thread") == 0) {
 			b = strchr(line, ' ');
 			c = b != NULL ? strchr(b + 1, ' ') : NULL;
