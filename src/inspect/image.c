@@ -85,7 +85,7 @@ static int sign_module_mapping(const struct otel__maps_entry *e, void *arg)
 int otel__inspect_modules_signature(pid_t pid, uint64_t *sig)
 {
 	*sig = OTEL__SIGNATURE_INIT;
-	return otel__remote_maps(pid, sign_module_mapping, sig);
+	return otel__remote_file_maps(pid, sign_module_mapping, sig);
 }
 
 /* Is task `tid` of `pid` exiting (PF_EXITING, in do_exit()) or a zombie,

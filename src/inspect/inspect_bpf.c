@@ -125,7 +125,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_maps_signature(pid_t pid, uint64_t *sign
 		return OTEL_THREAD_CTX_ENULL;
 	if (pid <= 0)
 		return OTEL_THREAD_CTX_ESRCH;
-	err = otel__remote_maps(otel__remote_memory_task(pid), sign_mapping, &h);
+	err = otel__remote_file_maps(otel__remote_memory_task(pid), sign_mapping, &h);
 	if (err != OTEL_THREAD_CTX_OK)
 		return err;
 	*signature = h;

@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -249,4 +251,112 @@ int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, v
 	free(line);
 	fclose(f);
 	return err;
+}
+
+/*
+ * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h), declared here for
+ * the older headers this builds with: the kernel answers for one mapping,
+ * found by address, and can skip those without a file.
+ */
+struct otel__procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define OTEL__PROCMAP_QUERY _IOWR('f', 17, struct otel__procmap_query)
+#define OTEL__PROCMAP_READABLE 0x01
+#define OTEL__PROCMAP_WRITABLE 0x02
+#define OTEL__PROCMAP_EXECUTABLE 0x04
+#define OTEL__PROCMAP_SHARED 0x08
+#define OTEL__PROCMAP_COVERING_OR_NEXT 0x10
+#define OTEL__PROCMAP_FILE_BACKED 0x20
+
+/* Set once the kernel says it has no PROCMAP_QUERY. */
+static atomic_bool procmap_missing;
+
+/* procmap_walk(): walk the maps text instead (no PROCMAP_QUERY). */
+#define WALK_TEXT 1
+
+static int procmap_walk(pid_t pid, int (*visit)(const struct otel__maps_entry *, void *),
+			void *arg)
+{
+	/* A path is at most 4,096 bytes, " (deleted)" included: no
+	 * ENAMETOOLONG. */
+	char path[48], name[4096 + 64];
+	uint64_t addr = 0;
+	int fd, err = OTEL_THREAD_CTX_OK;
+	bool first = true;
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	else
+		snprintf(path, sizeof(path), "/proc/%ld/maps", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return otel__remote_error(-errno);
+	for (;;) {
+		struct otel__procmap_query q = { .size = sizeof(q), .query_addr = addr,
+						 .query_flags = OTEL__PROCMAP_COVERING_OR_NEXT |
+								OTEL__PROCMAP_FILE_BACKED,
+						 .vma_name_addr = (uint64_t)(uintptr_t)name,
+						 .vma_name_size = sizeof(name) };
+		struct otel__maps_entry e;
+
+		if (ioctl(fd, OTEL__PROCMAP_QUERY, &q) != 0) {
+			if (errno == ENOENT) /* no mapping of a file above addr */
+				break;
+			if (first && (errno == ENOTTY || errno == EINVAL || errno == ENOSYS ||
+				      errno == EOPNOTSUPP)) {
+				atomic_store_explicit(&procmap_missing, true, memory_order_relaxed);
+				err = WALK_TEXT;
+			} else if (first && errno == ESRCH) {
+				/* No memory (a kernel thread, a process exiting):
+				 * whatever the text says of it, as before. */
+				err = WALK_TEXT;
+			} else {
+				err = otel__remote_error(-errno);
+			}
+			break;
+		}
+		first = false;
+		e.start = q.vma_start;
+		e.end = q.vma_end;
+		e.offset = q.vma_offset;
+		e.inode = q.inode;
+		e.dev_major = q.dev_major;
+		e.dev_minor = q.dev_minor;
+		e.perms[0] = q.vma_flags & OTEL__PROCMAP_READABLE ? 'r' : '-';
+		e.perms[1] = q.vma_flags & OTEL__PROCMAP_WRITABLE ? 'w' : '-';
+		e.perms[2] = q.vma_flags & OTEL__PROCMAP_EXECUTABLE ? 'x' : '-';
+		e.perms[3] = q.vma_flags & OTEL__PROCMAP_SHARED ? 's' : 'p';
+		e.perms[4] = '\0';
+		e.name = name;
+		if (visit(&e, arg) != 0 || q.vma_end <= addr)
+			break;
+		addr = q.vma_end;
+	}
+	close(fd);
+	return err;
+}
+
+int otel__remote_file_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, void *),
+			   void *arg)
+{
+	int err = WALK_TEXT;
+
+	if (!atomic_load_explicit(&procmap_missing, memory_order_relaxed))
+		err = procmap_walk(pid, visit, arg);
+	return err == WALK_TEXT ? otel__remote_maps(pid, visit, arg) : err;
 }

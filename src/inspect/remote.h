@@ -80,4 +80,19 @@ struct otel__maps_entry {
  */
 int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, void *), void *arg);
 
+/*
+ * The same for the mappings of files only (those of anonymous shared memory
+ * too): what the modules' signatures look at.  Asked of the kernel mapping
+ * by mapping (PROCMAP_QUERY, Linux 6.11), which skips the mappings of no
+ * file in the kernel: in a process of 60,000 anonymous mappings and a few
+ * dozen files, a few dozen answers instead of 60,000 lines of text (26 ->
+ * 10 ms; with 60,000 mappings of files, 74 -> 66 ms: bench-readers).  The
+ * names are the kernel's, unescaped (the text escapes a newline as \012).
+ * Walks the text with otel__remote_maps()
+ * where the kernel has no PROCMAP_QUERY (known from its first answer,
+ * before any visit).
+ */
+int otel__remote_file_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, void *),
+			   void *arg);
+
 #endif /* OTEL_INSPECT_REMOTE_H */

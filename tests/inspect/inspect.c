@@ -686,6 +686,28 @@ static void run_vfork(char **argv)
 }
 
 /* Errors the inspector must report without harm. */
+
+/* A kernel thread's id (PF_KTHREAD in /proc/PID/stat's flags), or 0. */
+static pid_t kernel_thread(void)
+{
+	for (pid_t pid = 2; pid < 400; pid++) {
+		char path[64], buf[1024], *p;
+		unsigned long flags = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		p = fgets(buf, sizeof(buf), f) != NULL ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* ") S ppid pgrp session tty tpgid flags" */
+		if (p != NULL && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
+		    (flags & 0x00200000ul) != 0)
+			return pid;
+	}
+	return 0;
+}
 static void run_errors(char **argv)
 {
 	otel_thread_ctx_inspector *insp = NULL;
@@ -721,6 +743,23 @@ static void run_errors(char **argv)
 	}
 	kill(plain, SIGKILL);
 	waitpid(plain, &status, 0);
+	/* A kernel thread (no memory at all): no slot, and its maps have a
+	 * signature (both read differently where the kernel answers maps
+	 * queries: src/inspect/remote.c). */
+	{
+		pid_t kt = kernel_thread();
+		uint64_t sig = 1;
+
+		if (kt > 0) {
+			rc = otel_thread_ctx_inspect_open(kt, &insp);
+			CHECK(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL, "kernel thread %d: %d",
+			      (int)kt, rc);
+			CHECK(otel_thread_ctx_inspect_maps_signature(kt, &sig) == OTEL_THREAD_CTX_OK,
+			      "kernel thread %d: maps signature", (int)kt);
+		} else {
+			printf("no kernel thread in this PID namespace: not tried\n");
+		}
+	}
 
 	start_target(&t, argv, "values");
 	insp = open_checked(&t, "-");

@@ -330,13 +330,17 @@ def record_writer(args, recs, procs):
     in a mapping of no name); {tid: vector}, {address: vector}."""
     minimal = next(v for v in procs["vectors"] if v["name"] == "minimal")
     assert minimal["expect"]["key_map"] == recs["key_map"]
-    cmds = [pctx_command("pctx", minimal)]
+    # Beside them, shared anonymous memory under a name: the one kind of
+    # mapping with a file whose name does not start with "/", which the
+    # inspector's two ways of listing the files must take alike (else it
+    # would find the process changed under every read).
+    cmds = ["shm OTEL_VECTORS_SHM", pctx_command("pctx", minimal)]
     cmds += ["thread %d %s" % (v["address_mod_8"], v["bytes"]) for v in recs["vectors"]]
     cmds += [pctx_command("map", v) for v in procs["vectors"]]
     w = Writer(args.writer, cmds)
     n = len(recs["vectors"])
-    tids = {int(a[1]): v for a, v in zip(w.answers[1:1 + n], recs["vectors"])}
-    maps = {int(a[1], 16): v for a, v in zip(w.answers[1 + n:-1], procs["vectors"])}
+    tids = {int(a[1]): v for a, v in zip(w.answers[2:2 + n], recs["vectors"])}
+    maps = {int(a[1], 16): v for a, v in zip(w.answers[2 + n:-1], procs["vectors"])}
     return w, tids, maps
 
 

@@ -22,6 +22,12 @@
  *   dlopen PATH                loads the shared library PATH (an ELF vector)
  *                              and touches its slot's TLS block from this
  *                              thread; prints "dlopen ok" or "dlopen error"
+ *   shm NAME                   a page of anonymous shared memory named NAME
+ *                              ("[anon_shmem:NAME]" in /proc/PID/maps, where
+ *                              the kernel names it): its file is the kernel's,
+ *                              which readers that list the files must take
+ *                              as the text does; prints "shm ok" or "shm
+ *                              unnamed"
  *   run                        prints "ready"
  *
  * It exits when its standard input ends (or on a malformed command, exit 2).
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 __thread void *otel_thread_ctx_v1 __attribute__((visibility("default")));
@@ -167,6 +174,16 @@ int main(void)
 			fail("empty command");
 		if (strcmp(cmd, "run") == 0) {
 			printf("ready\n");
+		} else if (strcmp(cmd, "shm") == 0 && strlen(line) > 4) {
+			void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				       -1, 0);
+
+			if (m == MAP_FAILED)
+				fail("mmap");
+			/* PR_SET_VMA, PR_SET_VMA_ANON_NAME (Linux 5.17; shared
+			 * memory since 6.2): defined here for older headers. */
+			printf("shm %s\n", prctl(0x53564d41, 0, (unsigned long)m, 4096UL,
+						  (unsigned long)(line + 4)) == 0 ? "ok" : "unnamed");
 		} else if (strcmp(cmd, "dlopen") == 0 && strlen(line) > 7) {
 			void *h = dlopen(line + 7, RTLD_NOW | RTLD_LOCAL);
 			void *sym = h != NULL ? dlsym(h, "otel_vector_get") : NULL;
