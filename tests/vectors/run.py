@@ -93,6 +93,14 @@ def same(problems, what, got, want):
         problems.append("%s %r, expected %r" % (what, got, want))
 
 
+def status_problems(got, e, reason_status):
+    """The reader's status against the vector's: OK when it is read, else
+    the status `reason_status` gives the rejection's reason."""
+    p = []
+    same(p, "status", got["status"], reason_status[e["reason"]] if not e["read"] else "OK")
+    return p
+
+
 def expected_attrs(e):
     return {a["index"]: a["value"] for a in e["attributes"]}
 
@@ -100,12 +108,8 @@ def expected_attrs(e):
 def check_record(got, e, attrs, anomalies=None):
     """`got`: status, trace_id, span_id, trace_flags, attrs_data_size (or
     None where the reader does not give it); `attrs` {index: hex}."""
-    p = []
-    if not e["read"]:
-        same(p, "status", got["status"], READER_STATUS[e["reason"]])
-        return p
-    same(p, "status", got["status"], "OK")
-    if p:
+    p = status_problems(got, e, READER_STATUS)
+    if p or not e["read"]:
         return p
     for k in ("trace_id", "span_id", "trace_flags", "attrs_data_size"):
         if got.get(k) is not None:
@@ -126,12 +130,8 @@ def c_record(line, e):
 
 
 def check_pctx(got, e, reason_status=PCTX_STATUS):
-    p = []
-    if not e["read"]:
-        same(p, "status", got["status"], reason_status[e["reason"]])
-        return p
-    same(p, "status", got["status"], "OK")
-    if p:
+    p = status_problems(got, e, reason_status)
+    if p or not e["read"]:
         return p
     unhex = (lambda h: None if h is None else bytes.fromhex(h).decode())
     same(p, "schema_version", unhex(got["schema_version"]), e["schema_version"])
