@@ -254,7 +254,7 @@ int otel__remote_maps(pid_t pid, int (*visit)(const struct otel__maps_entry *, v
 }
 
 /*
- * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h), declared here for
+ * PROCMAP_QUERY (Linux 6.11, the kernel's <linux/fs.h>), declared here for
  * the older headers this builds with: the kernel answers for one mapping,
  * found by address, and can skip those without a file.
  */
