@@ -435,10 +435,34 @@ MUTANTS = [
            "\tfor (size_t k = 0; k < p->nkeys && 0 && e->kind == PROFILE_CONTEXT; k++) {\n",
            ["bpf-profile"], "folded stacks and the flame graph lose the groups as root frames"),
     Mutant("symbolize-dynsym", "sampler profile", "tools/sample/symbolize.c",
-           "\ttable = otel__elf_sym_count(fl->elf, OTEL__ELF_SYMTAB) > 1 ? OTEL__ELF_SYMTAB :\n",
-           "\ttable = otel__elf_sym_count(fl->elf, OTEL__ELF_SYMTAB) > 1 ? OTEL__ELF_DYNSYM :\n",
+           "\t\ttable = OTEL__ELF_SYMTAB;\n", "\t\ttable = OTEL__ELF_DYNSYM;\n",
            ["bpf-profile"], "stacks are named from .dynsym even when the file has a .symtab: "
            "an executable's own functions go unnamed"),
+    # pprof itself (go tool pprof) reads the profiles of bpf-profile.
+    Mutant("pprof-no-stack-frame", "sampler profile", "tools/sample/profile.c",
+           "\tif (n == 0) {\n\t\tids[0] = e->stacked", "\tif (0) {\n\t\tids[0] = e->stacked",
+           ["bpf-profile"], "pprof samples without --stacks have no location: pprof leaves "
+           "them out (-top accounts for 0 %)"),
+    Mutant("pprof-no-mapping", "sampler profile", "tools/sample/profile.c",
+           "\tpb_uint(&w->msg, 2, mid);\n", "\tpb_uint(&w->msg, 2, mid * 0);\n",
+           ["bpf-profile"], "pprof locations name no mapping: pprof warns \"Main binary "
+           "filename not available.\""),
+    Mutant("pprof-has-functions-off", "sampler profile", "tools/sample/symbolize.c",
+           "\tout->has_functions = 1;\n", "\tout->has_functions = 0;\n",
+           ["bpf-profile"], "pprof mappings do not say their names are final: pprof "
+           "symbolizes the files again"),
+    # The .NET cell's sampler checks (ffi/dotnet/run.py): NativeAOT methods
+    # named from the .dbg file, JIT methods from the perf map.
+    Mutant("symbolize-no-debuglink", "sampler profile", "tools/sample/symbolize.c",
+           "\t\td = open_debug(cand, NULL, crc);\n",
+           "\t\td = k > 3 ? open_debug(cand, NULL, crc) : NULL;\n",
+           ["dotnet-aot-bfd-static"], "a stripped executable's .gnu_debuglink is not followed: "
+           "NativeAOT methods are App+0x...", env={"OTEL_DOTNET_CELLS": "bfd-pie"}),
+    Mutant("symbolize-no-perf-map", "sampler profile", "tools/sample/symbolize.c",
+           "\tFILE *f = open_perf_map(pid);\n",
+           "\tFILE *f = pid < 0 ? open_perf_map(pid) : NULL;\n",
+           ["dotnet-aot-bfd-static"], "the perf map is not read: JIT methods are "
+           "memfd:doublemapper+0x...", env={"OTEL_DOTNET_CELLS": "bfd-pie"}),
     Mutant("stack-leaf-order", "sampler profile", "tools/sample/profile.c",
            "\tfor (uint32_t i = e->nips; i-- > 0;) {\n",
            "\tfor (uint32_t i = 0; i < e->nips; i++) {\n",

@@ -13,7 +13,11 @@ usage: run.py MODE [ARG]
                and the inspector and the eBPF sampler read on each thread
                exactly the ids of the activity that thread runs (and nothing
                on the others), before and after an activity moves from one
-               thread to a thread pool thread
+               thread to a thread pool thread; and that the sampler's
+               --stacks names the sample's methods (from the .dbg file the
+               executable's .gnu_debuglink names); in bfd-static, the same
+               sample under the JIT too (the IL build the publish made, run
+               by dotnet with DOTNET_PerfMapEnabled=1: names from the perf map)
   web          the same for samples/AotWeb, an ASP.NET Core minimal API with
                OpenTelemetry's ASP.NET Core instrumentation, while handlers
                of two requests run: the request's ids and http.route
@@ -56,11 +60,15 @@ cell cannot be built on this machine (no clang for lld).
 """
 import csv
 import fcntl
+import glob
 import json
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 
@@ -300,6 +308,9 @@ def aot(cell):
         if f.startswith("libotel-thread-ctx"):
             fail(f"{f} was published next to a NativeAOT executable that links the library statically")
     no_sampler = prove(exe)
+    tool, _ = sampler()
+    if cell == "bfd-static" and tool and not no_sampler:
+        no_sampler = jit_frames(os.path.join(WORK, f"aot-{cell}", "artifacts"), tool)
     if no_sampler:
         skip(f"{cell}: published ({dt:.1f} s), and the checker, the self-check and the inspector pass; but "
              f"{no_sampler}")
@@ -423,7 +434,85 @@ def sample_round(tool, pid, expect, left):
     return bad, None
 
 
-def prove(exe):
+def frames_round(tool, pid, named, unnamed, what):
+    """otel-thread-ctx-sample --stacks --folded on the process, whose threads
+    spin in the sample's methods: at least half the samples have a frame
+    that matches the regular expression `named` (a method of the sample,
+    named), at most 1 % one that matches `unnamed` (module+offset where a
+    name was due).  Returns (failures, why the sampler could not run)."""
+    with tempfile.TemporaryDirectory(prefix="otel-frames-") as tmp:
+        folded = os.path.join(tmp, "stacks.folded")
+        cmd = [tool, "--json", "--frequency", "999", "--duration", "0.5", "--stacks", "--folded", folded,
+               str(pid)]
+        print("+ " + " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if r.returncode == 4:
+            return [], f"the eBPF sampler is refused here: {r.stderr.strip()}"
+        if r.returncode != 0:
+            return [f"otel-thread-ctx-sample --stacks exited {r.returncode}: {r.stderr.strip()}"], None
+        with open(folded) as f:
+            lines = [l.rstrip("\n").rsplit(" ", 1) for l in f if l.strip()]
+    total = sum(int(c) for _, c in lines)
+    good = sum(int(c) for s, c in lines if re.search(named, s))
+    bad = sum(int(c) for s, c in lines if re.search(unnamed, s))
+    top = max(lines, key=lambda x: int(x[1]), default=("", "0"))
+    print(f"sampler --stacks ({what}): {good} of {total} samples with a frame /{named}/, {bad} with one "
+          f"/{unnamed}/; the most frequent stack ({top[1]}): {top[0]}")
+    if total == 0 or good < total / 2 or bad > total / 100:
+        return [f"sampler --stacks ({what}): {good} of {total} samples name a method of the sample "
+                f"(/{named}/), {bad} have a frame /{unnamed}/"], None
+    return [], None
+
+
+# NativeAOT: the methods' symbols are in the .dbg file next to the executable,
+# found through its .gnu_debuglink (the executable keeps only .dynsym).
+AOT_NAMED = r"(^|;)AotConsole_Program__(Spin|Parked|Hop)"
+AOT_UNNAMED = r"(^|;)(AotConsole|AotWeb)\+0x"
+# Under the JIT: the methods are named by the perf map the runtime writes
+# (DOTNET_PerfMapEnabled=1), /tmp/perf-PID.map.
+JIT_NAMED = r"\[AotConsole\] Program::(Spin|<?Parked|<?Hop)"
+JIT_UNNAMED = r"(^|;)/?memfd:doublemapper"
+
+
+def jit_frames(artifacts, tool):
+    """The console sample under the JIT (the IL build the AOT publish made
+    in artifacts/bin, self-contained), with DOTNET_PerfMapEnabled=1: the
+    sampler names its managed methods from the perf map.  Returns why the
+    sampler could not run, or None."""
+    dlls = glob.glob(os.path.join(artifacts, "bin", "AotConsole", "*", "AotConsole.dll"))
+    if len(dlls) != 1:
+        fail(f"the publish left no one IL build of the sample to run under the JIT: {dlls}")
+    e = dict(os.environ, DOTNET_PerfMapEnabled="1", DOTNET_CLI_TELEMETRY_OPTOUT="1")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(["dotnet", dlls[0], "2", "5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=e)
+    pid = None
+    try:
+        pid, _, _, _ = read_round(proc, time.monotonic() + 120)
+        if pid is None:
+            fail("the sample under the JIT did not get ready (see its output above)")
+        bad, why = frames_round(tool, pid, JIT_NAMED, JIT_UNNAMED, "JIT, perf map")
+        if bad:
+            fail("; ".join(bad))
+        proc.stdin.write("\n\n")
+        proc.stdin.flush()
+        finish_sample(proc, "the sample under the JIT")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        # The runtime leaves its perf map in /tmp.
+        for f in (f"/tmp/perf-{proc.pid}.map", f"/tmp/perfinfo-{proc.pid}.map"):
+            if os.path.exists(f):
+                os.unlink(f)
+    print(f"JIT frames named: {time.monotonic() - t0:.1f} s")
+    return why
+
+
+def prove(exe, frames=True):
+    # The frames are checked where the sampler runs on x86-64; the aarch64
+    # kernel (prove-arm64, aarch64-vm) has not been tried yet.
+    frames = frames and platform.machine() == "x86_64"
     try:
         subprocess.run(["file", exe])
     except OSError:
@@ -455,6 +544,10 @@ def prove(exe):
                 no_sampler = no_sampler or why
                 if why:
                     tool = None
+            if tool and frames and rnd == 1:
+                more, why = frames_round(tool, pid, AOT_NAMED, AOT_UNNAMED, "NativeAOT, .gnu_debuglink")
+                bad += more
+                no_sampler = no_sampler or why
             if bad:
                 fail("; ".join(bad))
             proc.stdin.write("\n")

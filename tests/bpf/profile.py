@@ -29,12 +29,22 @@ than 100 samples in 8 s: skip, the machine is too busy) checks:
   its wire type; nothing left over), no foreign program, so that it runs on
   any CPU: sample types, period, every sample's labels
   (pid, trace_id, span_id, http.route; thread_context for no context), the
-  counts adding up to the run's samples and the same shares by label;
+  counts adding up to the run's samples and the same shares by label, every
+  location in a mapping whose names are final (has_functions), the first
+  mapping the workload's; then read by pprof itself, `go tool pprof`
+  (HOME, GOCACHE, PPROF_TMPDIR in a temporary directory, no network):
+  -raw lists every sample, -top accounts for 100 % of them, -tags shows the
+  labels the decoder read with the same counts, and nothing on stderr (no
+  "Main binary filename not available." or any other warning), with
+  --pprof-tool only (bpf-profile-pprof: without `go` on PATH, as in the
+  aarch64 machine, it exits 77 saying so, and bpf-profile checks the rest);
 and a short run checks the table form, --by trace_id,http.route with --top
-and a gzip pprof file; then a file that cannot be written (exit 7) and usage
+and a gzip pprof file without --stacks (read by pprof too: every sample at
+the frame "[no stack collected]"); then a file that cannot be written (exit 7) and usage
 errors (exit 2).
 
-usage: profile.py TOOL WORKLOAD   the test; exits 77 when BPF is refused here
+usage: profile.py TOOL WORKLOAD [--pprof-tool]
+                                  the test; exits 77 when BPF is refused here
        profile.py --self-test     the decoder against valid and corrupt
                                   encodings made here (bpf-profile-decoder)
 """
@@ -56,6 +66,7 @@ NO_CONTEXT = 1 / 6
 TRACES = {"11" * 16: "GET /users/{id}", "22" * 16: "POST /orders", "33" * 16: "GET /health"}
 LOOPS = {"GET /users/{id}": "burn_users", "POST /orders": "burn_orders",
          "GET /health": "burn_health", None: "burn_idle"}
+NO_STACK = "[no stack collected]"  # the frame of samples without --stacks (profile.h)
 failures = []
 
 # The parts of pprof's profile.proto (github.com/google/pprof, proto/profile.proto)
@@ -399,11 +410,85 @@ def check_pprof(prof, n, hz, want_stacks=False):
         got = by_route.get(route, 0) / max(total, 1)
         check(abs(got - share) <= tolerance(share, total),
               f"pprof: {route}: {got:.3f}, expected {share:.3f}")
+    # Every location in a mapping the profile has, whose names are final
+    # (has_functions), so that pprof neither looks for the files nor warns.
+    mappings = {m["id"][0]: m for m in prof.get("mapping", [])}
+    for l in prof.get("location", []):
+        m = mappings.get(l.get("mapping_id", [0])[0])
+        check(m is not None, f"location {l} in a mapping of the profile")
+        if m is not None:
+            check(m.get("has_functions") == [True], f"mapping {m}: has_functions")
     if want_stacks:
         check(all(None not in f and f for _, _, f in stacks), "pprof: every sample has frames")
         check_leaves(stacks)
+        main = prof.get("mapping", [{}])[0]
+        check(os.path.realpath(st[main.get("filename", [0])[0]]) == os.path.realpath(WORKLOAD) and
+              re.fullmatch("[0-9a-f]{40}", st[main.get("build_id", [0])[0]]) is not None,
+              f"the first mapping is the workload's, with its build id: {main}")
     else:
-        check(all(not f for _, _, f in stacks), "pprof: no frames without --stacks")
+        check(all(f == [NO_STACK] for _, _, f in stacks),
+              f"pprof: without --stacks, the one frame {NO_STACK}: {stacks[:3]}")
+
+
+def go_pprof(args, path, tmp):
+    """`go tool pprof ARGS path`, its HOME, GOCACHE and PPROF_TMPDIR in
+    tmp, no network: (stdout, stderr); the command failing is a failure."""
+    e = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), PPROF_TMPDIR=tmp,
+             GOPROXY="off", GOFLAGS="", GOTOOLCHAIN="local")
+    r = subprocess.run([GO, "tool", "pprof"] + args + [path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=e, timeout=120)
+    check(r.returncode == 0, f"go tool pprof {' '.join(args)} {path}: exit {r.returncode}: {r.stderr}")
+    # A warning of any kind ("Main binary filename not available.", "Some
+    # binary filenames not available", "Local symbolization failed"...).
+    check(r.stderr == "", f"go tool pprof {' '.join(args)}: stderr {r.stderr!r}")
+    return r.stdout, r.stderr
+
+
+def check_go_pprof(path, n, prof, tmp, want_stacks):
+    """The profile as pprof itself reads it: -raw lists every sample, -top
+    accounts for all of them, -tags shows the labels the strict decoder
+    read, and pprof says nothing on stderr."""
+    if prof is None:
+        return
+    decoded = pprof_samples(prof)
+    out, _ = go_pprof(["-raw", "-sample_index=samples"], path, tmp)
+    raw = [m for m in re.findall(r"^ +(\d+) +(\d+):((?: \d+)*) ?$", out.split("Locations")[0], re.M)]
+    check(len(raw) == len(decoded) and sum(int(c) for c, _, _ in raw) == n,
+          f"pprof -raw: {len(raw)} samples of {sum(int(c) for c, _, _ in raw)}, the file "
+          f"{len(decoded)}, the run {n}")
+    check(all(locs.split() for _, _, locs in raw), "pprof -raw: every sample has a location")
+    out, _ = go_pprof(["-top", "-sample_index=samples", "-nodefraction=0"], path, tmp)
+    m = re.search(r"^Showing nodes accounting for (\d+), ([0-9.]+)% of (\d+) total$", out, re.M)
+    check(m is not None and m.group(2) == "100" and int(m.group(1)) == n and int(m.group(3)) == n,
+          f"pprof -top accounts for all {n} samples: {out[:400]!r}")
+    # Rows: flat flat% sum% cum cum% name.
+    rows = {r[1]: int(r[0]) for r in
+            re.findall(r"^ *(\d+) +\S+% +\S+% +\d+ +\S+% +(.+)$", out, re.M)}
+    check(sum(rows.values()) == n, f"pprof -top: the rows add up to {n}: {rows}")
+    if want_stacks:
+        check(set(LOOPS.values()) <= set(rows), f"pprof -top: the loops: {sorted(rows)}")
+    else:
+        check(rows == {NO_STACK: n}, f"pprof -top: {NO_STACK} alone: {rows}")
+    out, _ = go_pprof(["-tags", "-sample_index=samples"], path, tmp)
+    tags, key = {}, None
+    for line in out.splitlines():
+        k = re.fullmatch(r" *(\S+): Total ([0-9.]+)", line)
+        v = re.fullmatch(r" +([0-9.]+) \( *[0-9.]+%\): (.*)", line)
+        if k:
+            key = k.group(1)
+            tags[key] = {}
+        elif v and key:
+            tags[key][v.group(2)] = round(float(v.group(1)))
+    want = {}
+    for c, _, labels, _ in decoded:
+        for k, v in labels.items():
+            want.setdefault(k, {})
+            want[k][str(v)] = want[k].get(str(v), 0) + c
+    check(tags == want, f"pprof -tags: {sorted(tags)} as the file's labels {sorted(want)}"
+          + ("" if set(tags) != set(want) else
+             f": {[(k, tags[k], want[k]) for k in tags if tags[k] != want[k]][:2]}"))
+    check({"http.route", "trace_id", "span_id", "pid", "thread_context"} <= set(tags) and
+          set(tags.get("trace_id", {})) == set(TRACES), f"pprof -tags: the labels: {sorted(tags)}")
 
 
 def check(cond, what):
@@ -529,7 +614,10 @@ def main():
         st = [o for o in objs if o["type"] == "stacks"]
         check(len(st) == 1 and st[0] == {"type": "stacks", "samples": n, "empty": 0, "cut": 0},
               f"--stacks: every sample has a stack, none empty or cut: {st}")
-        check_pprof(decode_pprof(pb), n, hz, want_stacks=True)
+        prof = decode_pprof(pb)
+        check_pprof(prof, n, hz, want_stacks=True)
+        if GO:
+            check_go_pprof(pb, n, prof, tmp, want_stacks=True)
         check_folded(os.path.join(tmp, "cpu.folded"), n, groups)
         check_svg(os.path.join(tmp, "cpu.svg"), n, groups)
 
@@ -557,7 +645,10 @@ def main():
                       f"trace of GET /users/{{id}}: {rows[0][1]}")
         with open(pbz, "rb") as f:
             check(f.read(2) == b"\x1f\x8b", "FILE.gz is gzip")
-        check_pprof(decode_pprof(pbz), n2, hz)
+        prof = decode_pprof(pbz)
+        check_pprof(prof, n2, hz)
+        if GO:
+            check_go_pprof(pbz, n2, prof, tmp, want_stacks=False)
 
         # A file that cannot be written: exit 7, saying which.
         bad = os.path.join(tmp, "no-such-dir", "cpu.folded")
@@ -586,4 +677,11 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--self-test"]:
         sys.exit(self_test())
     TOOL, WORKLOAD = sys.argv[1:3]
+    GO = None
+    if sys.argv[3:] == ["--pprof-tool"]:
+        GO = shutil.which("go")
+        if GO is None:
+            print("skip: `go` is not on PATH: the profiles cannot be read by `go tool pprof` "
+                  "(Debian: golang-go)")
+            sys.exit(77)
     sys.exit(main())

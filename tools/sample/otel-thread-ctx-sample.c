@@ -45,6 +45,10 @@ struct thread {
 	/* Samples of a valid record that still breaks the format
 	 * (otel_thread_ctx_inspect_anomalies()). */
 	uint64_t truncated_entry, half_ids;
+	/* Records over 612 bytes of attributes: read as OK with 612 of them
+	 * (otel_thread_ctx_reader.bpf.h), or OVERSIZED from an earlier
+	 * reader. */
+	uint64_t oversized;
 	struct otel_thread_ctx_bpf_record last; /* the last valid record */
 };
 
@@ -141,6 +145,23 @@ static void symbolize(void *arg, uint32_t pid, uint64_t ip, int leaf, char *name
 		symbolizer_name(r->sym, (pid_t)pid, ip, leaf, name, len);
 }
 
+static int mapping_of(void *arg, uint32_t pid, uint64_t ip, int leaf, struct profile_mapping *m)
+{
+	struct run *r = arg;
+	struct symbolizer_mapping sm;
+
+	if (r->sym == NULL || symbolizer_mapping(r->sym, (pid_t)pid, ip, leaf, &sm) != 0)
+		return -1;
+	m->start = sm.start;
+	m->limit = sm.limit;
+	m->offset = sm.offset;
+	m->filename = sm.path;
+	m->build_id = sm.build_id;
+	m->has_functions = sm.has_functions;
+	m->is_main = sm.is_main;
+	return 0;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -170,7 +191,7 @@ static int write_files(struct run *r, double elapsed)
 			w = profile_write_pprof(r->profile, f, ends_with(paths[i], ".gz"),
 						(uint64_t)(1e9 / r->frequency),
 						(uint64_t)(r->wall_started * 1e9), (uint64_t)(elapsed * 1e9),
-						symbolize, r);
+						symbolize, mapping_of, r);
 		else if (i == 1)
 			w = profile_write_folded(r->profile, f, symbolize, r);
 		else
@@ -225,13 +246,18 @@ static void on_event(void *arg, const struct otel_thread_ctx_bpf_event *ev, size
 
 		memcpy(&t->last, &ev->record, n);
 		t->has_record = 1;
+		t->last_found_size = ev->attrs_data_size;
 		if (anomalies & OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY)
 			t->truncated_entry++;
 		if (anomalies & OTEL_THREAD_CTX_INSPECT_HALF_IDS)
 			t->half_ids++;
+		if (anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED)
+			t->oversized++;
 	}
-	if (ev->status == OTEL_THREAD_CTX_BPF_OVERSIZED)
+	if (ev->status == OTEL_THREAD_CTX_BPF_OVERSIZED) {
+		t->oversized++;
 		t->last_found_size = ev->attrs_data_size;
+	}
 }
 
 static const char *status_word(uint32_t status)
@@ -338,7 +364,7 @@ static int report(struct run *r)
 	otel_sampler_counters(r->s, counters);
 	for (size_t i = 0; i < n; i++) {
 		seen += th[i]->samples;
-		if (th[i]->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED] != 0 || unreadable(th[i]) != 0 ||
+		if (th[i]->oversized != 0 || unreadable(th[i]) != 0 ||
 		    th[i]->truncated_entry != 0 || th[i]->half_ids != 0)
 			bad = 1;
 	}
@@ -389,8 +415,7 @@ static int report(struct run *r)
 			       ",\"half_ids\":%" PRIu64 ",\"last\":\"%s\"",
 			       t->samples, t->by_status[OTEL_THREAD_CTX_BPF_OK], no_context(t),
 			       t->by_status[OTEL_THREAD_CTX_BPF_INVALID],
-			       t->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED],
-			       t->by_status[OTEL_THREAD_CTX_BPF_UNREADABLE],
+			       t->oversized, t->by_status[OTEL_THREAD_CTX_BPF_UNREADABLE],
 			       t->by_status[OTEL_THREAD_CTX_BPF_MISALIGNED],
 			       t->by_status[OTEL_THREAD_CTX_BPF_EXITING], t->truncated_entry,
 			       t->half_ids, status_word(t->last_status));
@@ -400,7 +425,7 @@ static int report(struct run *r)
 				printf("\",\"span_id\":\"");
 				tool_hex(t->last.span_id, 8);
 				printf("\",\"trace_flags\":%u,\"attrs_data_size\":%u,\"attributes\":",
-				       t->last.trace_flags, t->last.attrs_data_size);
+				       t->last.trace_flags, t->last_found_size);
 				tool_attrs_json(p != NULL ? p->insp : NULL,
 						(const struct otel_thread_ctx_record *)&t->last);
 				printf("}");
@@ -455,7 +480,7 @@ static int report(struct run *r)
 			       " %9" PRIu64 " %10" PRIu64 " ",
 			       t->samples, t->by_status[OTEL_THREAD_CTX_BPF_OK],
 			       no_context(t), t->by_status[OTEL_THREAD_CTX_BPF_INVALID],
-			       t->by_status[OTEL_THREAD_CTX_BPF_OVERSIZED], unreadable(t));
+			       t->oversized, unreadable(t));
 			if (t->has_record) {
 				tool_hex(t->last.trace_id, 16);
 				putchar(' ');
@@ -468,6 +493,10 @@ static int report(struct run *r)
 					       t->truncated_entry);
 				if (t->half_ids != 0)
 					printf(" (%" PRIu64 " with only one of the ids set)", t->half_ids);
+				if (t->oversized != 0)
+					printf(" (%" PRIu64 " with attrs_data_size above 612, %u, read"
+					       " as 612)",
+					       t->oversized, t->last_found_size);
 			} else {
 				printf("(%s", status_word(t->last_status));
 				if (t->last_status == OTEL_THREAD_CTX_BPF_OVERSIZED)

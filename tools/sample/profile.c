@@ -26,7 +26,8 @@ enum key_kind { KEY_TRACE, KEY_SPAN, KEY_ATTR };
 struct entry {
 	uint64_t hash, count;
 	uint32_t pid;
-	uint8_t kind; /* enum profile_kind */
+	uint8_t kind;    /* enum profile_kind */
+	uint8_t stacked; /* a stack was collected (--stacks), maybe empty */
 	uint8_t trace_id[16], span_id[8];
 	uint16_t attrs_len;
 	/* The named attributes: [u8 name length][name][u16 value length][value]... */
@@ -93,6 +94,7 @@ static uint64_t entry_hash(const struct entry *e)
 
 	h = fnv(h, &e->pid, sizeof(e->pid));
 	h = fnv(h, &e->kind, 1);
+	h = fnv(h, &e->stacked, 1);
 	h = fnv(h, e->trace_id, 16);
 	h = fnv(h, e->span_id, 8);
 	h = fnv(h, &e->attrs_len, sizeof(e->attrs_len));
@@ -110,6 +112,7 @@ static int same(const void *a, const void *b, size_t n)
 static int entry_equal(const struct entry *a, const struct entry *b)
 {
 	return a->hash == b->hash && a->pid == b->pid && a->kind == b->kind &&
+	       a->stacked == b->stacked &&
 	       memcmp(a->trace_id, b->trace_id, 16) == 0 && memcmp(a->span_id, b->span_id, 8) == 0 &&
 	       a->attrs_len == b->attrs_len && same(a->attrs, b->attrs, a->attrs_len) &&
 	       a->nips == b->nips && same(a->ips, b->ips, a->nips * sizeof(uint64_t));
@@ -192,6 +195,7 @@ int profile_add(struct profile *p, const otel_thread_ctx_inspector *insp,
 		break;
 	}
 	if (stack != NULL) {
+		e.stacked = 1;
 		e.nips = stack->n;
 		e.ips = (uint64_t *)stack->ips;
 	}
@@ -982,8 +986,13 @@ static void pb_message(struct pb *b, unsigned int field, struct pb *m)
 
 struct pprof {
 	struct pb out, msg, sub, packed;
-	struct map strings, functions, locations;
+	/* Mapping messages, written after the rest: the first process's
+	 * executable, then the others (pprof takes the first for the main
+	 * binary). */
+	struct pb main_mapping, mappings;
+	struct map strings, functions, locations, mapping_ids;
 	profile_symbolize_fn sym;
+	profile_mapping_fn map;
 	void *sym_arg;
 };
 
@@ -1002,15 +1011,58 @@ static uint64_t pp_string(struct pprof *w, const char *s, size_t n)
 	return v - 1;
 }
 
-/* The id of the location of (pid, ip, leaf), with its function. */
-static uint64_t pp_location(struct pprof *w, uint32_t pid, uint64_t ip, int leaf)
+/*
+ * The id of the Mapping message of `m` in process `pid`, written when new
+ * (in w->main_mapping or w->mappings, whose messages are added to the
+ * profile at the end).
+ */
+static uint64_t pp_mapping(struct pprof *w, uint32_t pid, const struct profile_mapping *m)
+{
+	uint8_t key[4 + 3 * 8 + 1024];
+	size_t fl = strnlen(m->filename, 1024);
+	uint64_t id, v[3] = { m->start, m->limit, m->offset };
+	struct pb *to;
+	int added;
+
+	memcpy(key, &pid, 4);
+	memcpy(key + 4, v, sizeof(v));
+	memcpy(key + 4 + sizeof(v), m->filename, fl);
+	id = map_get(&w->mapping_ids, key, 4 + sizeof(v) + fl, &added);
+	if (id == 0) {
+		w->out.oom = 1;
+		return 0;
+	}
+	if (!added)
+		return id;
+	to = m->is_main && w->main_mapping.n == 0 ? &w->main_mapping : &w->mappings;
+	/* Mapping: id 1, memory_start 2, memory_limit 3, file_offset 4,
+	 * filename 5, build_id 6, has_functions 7. */
+	pb_uint(&w->sub, 1, id);
+	pb_uint(&w->sub, 2, m->start);
+	pb_uint(&w->sub, 3, m->limit);
+	pb_uint(&w->sub, 4, m->offset);
+	pb_uint(&w->sub, 5, pp_string(w, m->filename, fl));
+	pb_uint(&w->sub, 6, pp_string(w, m->build_id, strlen(m->build_id)));
+	pb_uint(&w->sub, 7, m->has_functions != 0);
+	pb_message(to, 3, &w->sub);
+	return id;
+}
+
+/*
+ * The id of the location of (pid, ip, leaf), with its function and
+ * mapping.  pid 0: a location the tool makes for a sample without frames,
+ * at address 0, whose function is named `what`, in a mapping of no file.
+ */
+static uint64_t pp_location(struct pprof *w, uint32_t pid, uint64_t ip, int leaf,
+			    const char *what)
 {
 	struct {
 		uint64_t ip;
 		uint32_t pid, leaf;
 	} key = { ip, pid, (uint32_t)leaf };
+	struct profile_mapping m = { 0, 0, 0, "[unknown]", "", 1, 0 };
 	char name[1024];
-	uint64_t id, fid, nid;
+	uint64_t id, fid, nid, mid;
 	int added;
 
 	id = map_get(&w->locations, &key, sizeof(key), &added);
@@ -1020,7 +1072,21 @@ static uint64_t pp_location(struct pprof *w, uint32_t pid, uint64_t ip, int leaf
 	}
 	if (!added)
 		return id;
-	frame_name(w->sym, w->sym_arg, pid, ip, leaf, name, sizeof(name));
+	if (what != NULL) {
+		/* No file: pprof names no main binary after it. */
+		snprintf(name, sizeof(name), "%s", what);
+		m.filename = "";
+	} else {
+		frame_name(w->sym, w->sym_arg, pid, ip, leaf, name, sizeof(name));
+		if (w->map == NULL || w->map(w->sym_arg, pid, ip, leaf, &m) != 0) {
+			/* In no mapping: one of its own, its names final. */
+			m = (struct profile_mapping){ 0, 0, 0, "[unknown]", "", 1, 0 };
+			pid = 0;
+		}
+		if (m.filename[0] == '\0' && !m.is_main)
+			m.filename = "[anon]";
+	}
+	mid = pp_mapping(w, pid, &m);
 	fid = map_get(&w->functions, name, strlen(name), &added);
 	if (fid == 0) {
 		w->out.oom = 1;
@@ -1034,8 +1100,10 @@ static uint64_t pp_location(struct pprof *w, uint32_t pid, uint64_t ip, int leaf
 		pb_uint(&w->msg, 3, nid);
 		pb_message(&w->out, 5, &w->msg);
 	}
-	/* Location: id 1, address 3, line 4 (Line: function_id 1). */
+	/* Location: id 1, mapping_id 2, address 3, line 4 (Line:
+	 * function_id 1). */
 	pb_uint(&w->msg, 1, id);
+	pb_uint(&w->msg, 2, mid);
 	pb_uint(&w->msg, 3, ip);
 	pb_uint(&w->sub, 1, fid);
 	pb_message(&w->msg, 4, &w->sub);
@@ -1068,14 +1136,22 @@ static void pp_sample(struct pprof *w, const struct entry *e, uint64_t period_ns
 	uint64_t ids[OTEL_SAMPLE_MAX_FRAMES];
 	char hex[33];
 
-	for (uint32_t i = 0; i < e->nips && i < OTEL_SAMPLE_MAX_FRAMES; i++)
-		ids[i] = pp_location(w, e->pid, e->ips[i], i == 0);
+	uint32_t n = e->nips < OTEL_SAMPLE_MAX_FRAMES ? e->nips : OTEL_SAMPLE_MAX_FRAMES;
+
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = pp_location(w, e->pid, e->ips[i], i == 0, NULL);
+	/* No frames: a location that says why, so that pprof keeps the
+	 * sample (it leaves out those without one). */
+	if (n == 0) {
+		ids[0] = e->stacked ? pp_location(w, 0, 0, 3, PROFILE_EMPTY_STACK) :
+				      pp_location(w, 0, 0, 2, PROFILE_NO_STACK);
+		n = 1;
+	}
 	/* Sample: location_id 1 (packed, leaf first), value 2 (packed),
 	 * label 3. */
-	for (uint32_t i = 0; i < e->nips && i < OTEL_SAMPLE_MAX_FRAMES; i++)
+	for (uint32_t i = 0; i < n; i++)
 		pb_varint(&w->packed, ids[i]);
-	if (w->packed.n != 0)
-		pb_message(&w->msg, 1, &w->packed);
+	pb_message(&w->msg, 1, &w->packed);
 	pb_varint(&w->packed, e->count);
 	pb_varint(&w->packed, e->count * period_ns);
 	pb_message(&w->msg, 2, &w->packed);
@@ -1136,7 +1212,7 @@ static int write_gzip(FILE *f, const uint8_t *data, size_t n)
 
 int profile_write_pprof(const struct profile *p, FILE *f, int gzip, uint64_t period_ns,
 			uint64_t time_ns, uint64_t duration_ns, profile_symbolize_fn sym,
-			void *arg)
+			profile_mapping_fn map, void *arg)
 {
 	struct pprof w;
 	int rc = 0;
@@ -1149,6 +1225,7 @@ int profile_write_pprof(const struct profile *p, FILE *f, int gzip, uint64_t per
 #endif
 	memset(&w, 0, sizeof(w));
 	w.sym = sym;
+	w.map = map;
 	w.sym_arg = arg;
 	pp_string(&w, "", 0); /* string 0 is "" */
 	/* sample_type 1: samples/count, cpu/nanoseconds; period_type 11. */
@@ -1161,7 +1238,10 @@ int profile_write_pprof(const struct profile *p, FILE *f, int gzip, uint64_t per
 	pb_uint(&w.out, 14, pp_string(&w, "cpu", 3));
 	for (size_t i = 0; i < p->nentries; i++)
 		pp_sample(&w, &p->entries[i], period_ns);
-	if (w.out.oom || w.msg.oom || w.sub.oom || w.packed.oom) {
+	pb_raw(&w.out, w.main_mapping.b, w.main_mapping.n);
+	pb_raw(&w.out, w.mappings.b, w.mappings.n);
+	if (w.out.oom || w.msg.oom || w.sub.oom || w.packed.oom || w.main_mapping.oom ||
+	    w.mappings.oom) {
 		errno = ENOMEM;
 		rc = -1;
 	} else if (gzip) {
@@ -1176,7 +1256,10 @@ int profile_write_pprof(const struct profile *p, FILE *f, int gzip, uint64_t per
 	free(w.msg.b);
 	free(w.sub.b);
 	free(w.packed.b);
+	free(w.main_mapping.b);
+	free(w.mappings.b);
 	map_free(&w.strings);
+	map_free(&w.mapping_ids);
 	map_free(&w.functions);
 	map_free(&w.locations);
 	return rc;

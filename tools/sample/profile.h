@@ -84,14 +84,38 @@ int profile_write_folded(const struct profile *p, FILE *f, profile_symbolize_fn 
 int profile_write_svg(const struct profile *p, FILE *f, const char *title,
 		      profile_symbolize_fn sym, void *arg);
 
+/* The mapping that holds an address, for pprof's Mapping messages. */
+struct profile_mapping {
+	uint64_t start, limit, offset; /* memory_start, memory_limit, file_offset */
+	const char *filename;          /* "" for anonymous memory */
+	const char *build_id;          /* hex; "" none */
+	int has_functions;             /* the frame names in it are final */
+	int is_main;                   /* the process's executable */
+};
+
+/* Fills *m with the mapping of address `ip` in process `pid` (`leaf` as
+ * for profile_symbolize_fn): 0, or -1 when no mapping holds it. */
+typedef int (*profile_mapping_fn)(void *arg, uint32_t pid, uint64_t ip, int leaf,
+				  struct profile_mapping *m);
+
+/* The function names pprof samples without frames get, as a location of
+ * their own (pprof leaves out samples without one). */
+#define PROFILE_NO_STACK "[no stack collected]" /* without --stacks */
+#define PROFILE_EMPTY_STACK "[empty stack]"      /* the walk found no frame */
+
 /*
  * A pprof profile (profile.proto): samples [samples/count, cpu/nanoseconds]
  * with `period_ns` per sample, labels trace_id, span_id and the grouping
- * keys.  `gzip`: compressed (only when built with zlib; else -1 with
- * errno ENOTSUP).  Returns 0, or -1 with errno.
+ * keys; locations leaf first, each in its mapping (`map`; NULL or a
+ * mapping not found: a mapping of its own, named "[unknown]"), the
+ * mapping of the first process's executable first; a sample without
+ * frames has the one location PROFILE_NO_STACK or PROFILE_EMPTY_STACK
+ * (in a mapping of its own, of no file).  `gzip`: compressed (only when
+ * built with zlib; else -1 with errno ENOTSUP).  Returns 0, or -1 with
+ * errno.
  */
 int profile_write_pprof(const struct profile *p, FILE *f, int gzip, uint64_t period_ns,
 			uint64_t time_ns, uint64_t duration_ns, profile_symbolize_fn sym,
-			void *arg);
+			profile_mapping_fn map, void *arg);
 
 #endif /* OTEL_SAMPLE_PROFILE_H */

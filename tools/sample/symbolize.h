@@ -3,7 +3,12 @@
  * Names of the addresses of user stacks (otel-thread-ctx-sample --stacks):
  * the mappings of each process from /proc/PID/maps, the files they map
  * read with the project's ELF reader (src/elf/), functions from .symtab,
- * or .dynsym when the file has no .symtab.  An address no function covers
+ * else from the .symtab of the file's separate debug file (found by its
+ * GNU build id under /usr/lib/debug/.build-id/, or by its .gnu_debuglink
+ * next to it, in .debug/ there or under /usr/lib/debug/, CRC checked, as
+ * gdb looks), else from .dynsym.  Addresses in no file (anonymous memory,
+ * memfd: mappings, as a JIT uses) are named from the process's perf map,
+ * /tmp/perf-PID.map, when it writes one.  An address no function covers
  * is named module+offset (the offset in the file's address layout), one
  * outside every file mapping [name]+offset or nothing.
  */
@@ -19,8 +24,9 @@ struct symbolizer;
 struct symbolizer *symbolizer_new(void);
 void symbolizer_free(struct symbolizer *s);
 
-/* Reads the mappings of `pid` now, replacing those read before (which are
- * kept when the process is gone).  0, or -1 when they cannot be read. */
+/* Reads the mappings of `pid` now, and its perf map, replacing those read
+ * before (which are kept when the process is gone).  0, or -1 when they
+ * cannot be read. */
 int symbolizer_load(struct symbolizer *s, pid_t pid);
 
 /* Whether the mappings of `pid` were read. */
@@ -31,5 +37,25 @@ int symbolizer_has(const struct symbolizer *s, pid_t pid);
  * return address, looked up as ip - 1 (the call). */
 void symbolizer_name(struct symbolizer *s, pid_t pid, uint64_t ip, int leaf, char *name,
 		     size_t len);
+
+/* A mapping of a process, as pprof's Mapping message describes one. */
+struct symbolizer_mapping {
+	uint64_t start, limit, offset; /* [start, limit) maps file offset `offset` */
+	const char *path;              /* as /proc/PID/maps names it; "" anonymous */
+	const char *build_id;          /* hex of the file's GNU build id; "" none */
+	int is_file;                   /* a file (path starts with /, an inode) */
+	int is_main;                   /* the process's executable (/proc/PID/exe) */
+	/* The names given to its addresses are final: functions, or
+	 * module+offset where the tool found none (always 1 for now). */
+	int has_functions;
+};
+
+/*
+ * The mapping that holds `ip` (looked up as symbolizer_name() does) in
+ * `pid`: 0 and *m filled, its strings valid until the next
+ * symbolizer_load() of that process; -1 when no mapping holds it.
+ */
+int symbolizer_mapping(struct symbolizer *s, pid_t pid, uint64_t ip, int leaf,
+		       struct symbolizer_mapping *m);
 
 #endif /* OTEL_SAMPLE_SYMBOLIZE_H */
