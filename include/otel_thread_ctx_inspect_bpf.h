@@ -114,7 +114,11 @@ struct otel_thread_ctx_bpf_proc {
 
 /* What a read found (struct otel_thread_ctx_bpf_event.status). */
 enum otel_thread_ctx_bpf_status {
-	/* A valid record: header and attributes copied. */
+	/* A valid record: header and attributes copied (at most 612 bytes of
+	 * them: a larger attrs_data_size, which breaks the format, is read
+	 * as 612, record.attrs_data_size clamped and the event's
+	 * attrs_data_size as found, so that
+	 * otel_thread_ctx_inspect_anomalies() reports it OVERSIZED). */
 	OTEL_THREAD_CTX_BPF_OK = 0,
 	/* The slot is NULL: the thread publishes nothing. */
 	OTEL_THREAD_CTX_BPF_NO_CONTEXT = 1,
@@ -123,8 +127,9 @@ enum otel_thread_ctx_bpf_status {
 	OTEL_THREAD_CTX_BPF_NO_TLS = 2,
 	/* valid != 1: a lost sample (header copied). */
 	OTEL_THREAD_CTX_BPF_INVALID = 3,
-	/* attrs_data_size > 612: the writer broke the format (header
-	 * copied, attributes not). */
+	/* attrs_data_size > 612, header copied: what programs built with an
+	 * earlier otel_thread_ctx_reader.bpf.h report.  Its reader now reads
+	 * such a record as OK, as the format's readers read it. */
 	OTEL_THREAD_CTX_BPF_OVERSIZED = 4,
 	/* The slot, the DTV or the record could not be read at that
 	 * instant: not mapped, or mapped but not present (never touched,

@@ -38,10 +38,12 @@
  * 2. The slot, from the process description user space put in a map
  *    (struct otel_thread_ctx_bpf_proc, otel_thread_ctx_inspect_bpf.h): static TLS
  *    is an offset from the thread pointer, dynamic TLS a walk of the DTV.
- * 3. The record: the 28-byte header first; `valid` must be 1;
- *    attrs_data_size must be at most 612; then exactly attrs_data_size
- *    bytes of attributes.  Never a fixed 640 bytes: a record may be smaller
- *    and end near the end of a mapping.
+ * 3. The record: the 28-byte header first; `valid` must be 1; then
+ *    exactly attrs_data_size bytes of attributes, at most 612 (a larger
+ *    size, which breaks the format, is read as 612, as the OpenTelemetry
+ *    eBPF profiler clamps it to its buffer, and reported as found in the
+ *    event's attrs_data_size).  Never a fixed 640 bytes: a record may be
+ *    smaller and end near the end of a mapping.
  *
  * Memory of the process is read with bpf_probe_read_user(), which does not
  * fault pages in.  Nothing is trusted: every pointer and size comes from
@@ -151,10 +153,11 @@ static __always_inline int otel_thread_ctx_bpf_walk_module(const struct otel_thr
 }
 
 /*
- * Reads the record at `addr` into *rec: the header, and when it is valid and
- * its size within bounds, exactly attrs_data_size bytes of attributes.
- * *found_size receives attrs_data_size as found.  Returns the status: OK,
- * INVALID, OVERSIZED, UNREADABLE or MISALIGNED.
+ * Reads the record at `addr` into *rec: the header, and when it is valid,
+ * exactly attrs_data_size bytes of attributes, at most 612 (rec's
+ * attrs_data_size is then clamped to 612, as otel_thread_ctx_record_decode()
+ * clamps it).  *found_size receives attrs_data_size as found.  Returns the
+ * status: OK, INVALID, UNREADABLE or MISALIGNED.
  */
 static __always_inline int otel_thread_ctx_bpf_read_record(__u64 addr,
 							   struct otel_thread_ctx_bpf_record *rec,
@@ -170,15 +173,17 @@ static __always_inline int otel_thread_ctx_bpf_read_record(__u64 addr,
 	*found_size = (__u16)n;
 	if (rec->valid != 1)
 		return OTEL_THREAD_CTX_BPF_INVALID;
-	if (n > OTEL_THREAD_CTX_BPF_ATTRS_MAX)
-		return OTEL_THREAD_CTX_BPF_OVERSIZED;
+	if (n > OTEL_THREAD_CTX_BPF_ATTRS_MAX) {
+		n = OTEL_THREAD_CTX_BPF_ATTRS_MAX;
+		rec->attrs_data_size = OTEL_THREAD_CTX_BPF_ATTRS_MAX;
+	}
 	if (n == 0)
 		return OTEL_THREAD_CTX_BPF_OK;
 	/* The verifier must see the bound on the very register passed as the
 	 * size; the compiler may otherwise test a copy of it. */
 	asm volatile("%[n] &= 0x3ff" : [n] "+r"(n));
 	if (n > OTEL_THREAD_CTX_BPF_ATTRS_MAX)
-		return OTEL_THREAD_CTX_BPF_OVERSIZED;
+		n = OTEL_THREAD_CTX_BPF_ATTRS_MAX;
 	if (bpf_probe_read_user(rec->attrs_data, n,
 				(const void *)(addr + OTEL_THREAD_CTX_BPF_HEADER_SIZE)) != 0)
 		return OTEL_THREAD_CTX_BPF_UNREADABLE;

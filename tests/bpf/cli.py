@@ -178,14 +178,20 @@ def main():
         check(o is not None and o["samples"] > 0 and o[field] == o["samples"],
               f"hostile: every sample of {name} counted as {field}: {o}")
     # A record read whole that breaks the format is counted with a record
-    # and as its anomaly, and only so.
-    for name, field in (("truncated", "truncated_entry"), ("half-ids", "half_ids")):
+    # and as its anomaly, and only so; one over 612 bytes of attributes is
+    # read with 612 of them, as the format's readers read it (the bytes
+    # after its entries may then read as an entry cut off).
+    for name, field in (("truncated", "truncated_entry"), ("half-ids", "half_ids"),
+                        ("oversized", "oversized")):
         o = names.get(name)
+        others = ("truncated_entry", "half_ids", "oversized")
+        if name == "oversized":
+            others = ("half_ids",)
         check(o is not None and o["context"] == o["samples"] and
-              all(o[f] == 0 for f in ("truncated_entry", "half_ids") if f != field),
+              all(o[f] == 0 for f in others if f != field),
               f"hostile: {name} read with a record and only that anomaly: {o}")
-    check(all(o["truncated_entry"] == o["half_ids"] == 0 for n, o in names.items()
-              if n not in ("truncated", "half-ids")),
+    check(all(o["truncated_entry"] == o["half_ids"] == o["oversized"] == 0
+              for n, o in names.items() if n not in ("truncated", "half-ids", "oversized")),
           f"hostile: no anomaly counted elsewhere: {names}")
     if names.get("edge"):
         check(names["edge"].get("record", {}).get("attributes") ==

@@ -130,7 +130,8 @@ enum foreign_kind {
 			     * one of the ids set */
 	FOREIGN_TRUNCATED,  /* attrs_data_size cuts the last entry: read, a
 			     * truncated entry */
-	FOREIGN_OVERSIZED,  /* attrs_data_size 613, 1613 or 2613: OVERSIZED */
+	FOREIGN_OVERSIZED,  /* attrs_data_size 613, 1613 or 2613: read with
+			     * 612 bytes of attributes, an oversized record */
 	FOREIGN_MISALIGNED, /* the pointer one byte past the record */
 	FOREIGN_UNMAPPED,   /* the pointer to an inaccessible page */
 	FOREIGN_KINDS

@@ -20,8 +20,9 @@
  *   - the foreign writer's samples (storm mode; records.h, "Foreign
  *     records"): each read as its kind says (whole; INVALID with its
  *     header; read with one of the ids set or a truncated entry, as
- *     otel_thread_ctx_inspect_anomalies() tells; OVERSIZED with the size
- *     found; MISALIGNED; UNREADABLE at its inaccessible page), the records
+ *     otel_thread_ctx_inspect_anomalies() tells; read with 612 bytes of
+ *     attributes and flagged oversized, the size found in the event;
+ *     MISALIGNED; UNREADABLE at its inaccessible page), the records
  *     exactly those of their sequence numbers, in order, and every kind
  *     seen.
  *
@@ -42,6 +43,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -183,6 +185,7 @@ static void on_foreign(struct writer *w, const struct otel_thread_ctx_bpf_event 
 	const struct otel_thread_ctx_record *got = (const struct otel_thread_ctx_record *)&ev->record;
 	struct otel_thread_ctx_record want;
 	unsigned int kind, anomalies = 0;
+	uint16_t shown;
 	uint64_t seq;
 	int ok;
 
@@ -201,11 +204,17 @@ static void on_foreign(struct writer *w, const struct otel_thread_ctx_bpf_event 
 		seq = foreign_seq(got);
 		kind = foreign_kind(seq);
 		foreign_record(seq, &want);
-		/* The header as written; the attributes only when read. */
-		ok = memcmp(got, &want, OTEL_THREAD_CTX_RECORD_HEADER_SIZE) == 0 &&
-		     ev->attrs_data_size == want.attrs_data_size;
+		/* The header as written, its size clamped to 612 in the
+		 * record (as found in the event); the attributes only when
+		 * read, the first 612 bytes of them at most. */
+		shown = want.attrs_data_size > OTEL_THREAD_CTX_ATTRS_MAX &&
+					ev->status == OTEL_THREAD_CTX_BPF_OK ?
+				OTEL_THREAD_CTX_ATTRS_MAX :
+				want.attrs_data_size;
+		ok = memcmp(got, &want, offsetof(struct otel_thread_ctx_record, attrs_data_size)) == 0 &&
+		     got->attrs_data_size == shown && ev->attrs_data_size == want.attrs_data_size;
 		if (ev->status == OTEL_THREAD_CTX_BPF_OK) {
-			ok = ok && memcmp(got->attrs_data, want.attrs_data, want.attrs_data_size) == 0;
+			ok = ok && memcmp(got->attrs_data, want.attrs_data, shown) == 0;
 			anomalies = otel_thread_ctx_inspect_anomalies(got, ev->attrs_data_size);
 		}
 		switch (kind) {
@@ -225,7 +234,11 @@ static void on_foreign(struct writer *w, const struct otel_thread_ctx_bpf_event 
 			     anomalies == OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY;
 			break;
 		case FOREIGN_OVERSIZED:
-			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_OVERSIZED;
+			/* Read as 612 bytes of attributes, flagged (the
+			 * entries past the written ones may read as cut). */
+			ok = ok && ev->status == OTEL_THREAD_CTX_BPF_OK &&
+			     (anomalies & ~OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY) ==
+				     OTEL_THREAD_CTX_INSPECT_OVERSIZED;
 			break;
 		default: /* a pointer kind, yet a record was read */
 			ok = 0;
