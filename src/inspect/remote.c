@@ -295,6 +295,8 @@ static int procmap_walk(pid_t pid, int (*visit)(const struct otel__maps_entry *,
 	/* A path is at most 4,096 bytes, " (deleted)" included: no
 	 * ENAMETOOLONG. */
 	char path[48], name[4096 + 64];
+	/* ioctl()'s request is an int in musl, unsigned long in glibc. */
+	unsigned long req = OTEL__PROCMAP_QUERY;
 	uint64_t addr = 0;
 	int fd, err = OTEL_THREAD_CTX_OK;
 	bool first = true;
@@ -314,7 +316,7 @@ static int procmap_walk(pid_t pid, int (*visit)(const struct otel__maps_entry *,
 						 .vma_name_size = sizeof(name) };
 		struct otel__maps_entry e;
 
-		if (ioctl(fd, OTEL__PROCMAP_QUERY, &q) != 0) {
+		if (ioctl(fd, req, &q) != 0) {
 			if (errno == ENOENT) /* no mapping of a file above addr */
 				break;
 			if (first && (errno == ENOTTY || errno == EINVAL || errno == ENOSYS ||
