@@ -6,7 +6,7 @@ usage: run.py bytes --read READ [--python | --no-python REASON] [--wrapper=WORD]
        run.py live  --read READ --writer WRITER --inspector CLI --checker CHECK
                     [--python | --no-python REASON] [--skip REASON]
        run.py bpf   --writer WRITER --sampler SAMPLE [--skip REASON]
-       run.py elf   --checker CHECK [--writer WRITER --inspector CLI]
+       run.py elf   --checker CHECK [--writer WRITER --inspector CLI] [--wrapper=WORD]...
 
 bytes: make-vectors.py --check, then the readers of bytes: the C record
   decoder with the key-map walk and otel_thread_ctx_inspect_anomalies()
@@ -506,7 +506,8 @@ def run_elf(args, t):
     doc = load("elf.json")
     for v in doc["vectors"]:
         e = v["expect"]
-        out = subprocess.run([args.checker, "--json", os.path.join(HERE, v["file"])],
+        out = subprocess.run(args.wrapper + [args.checker, "--json",
+                                             os.path.join(HERE, v["file"])],
                              stdout=subprocess.PIPE, text=True, timeout=60)
         f = json.loads(out.stdout)["files"][0]
         p = []
@@ -566,7 +567,8 @@ def main():
     ap.add_argument("--no-python")
     ap.add_argument("--skip")
     ap.add_argument("--wrapper", action="append", default=[],
-                    help="a word of the command READ runs under (another CPU's emulator)")
+                    help="a word of the command READ and CHECK run under (another CPU's "
+                    "emulator)")
     args = ap.parse_args()
     if args.skip:
         skip(args.skip)
