@@ -61,7 +61,7 @@ struct finding {
 	char message[512];
 	char fix[256];
 	/* A per-thread finding: the threads that break the rule. */
-	const struct per_thread *threads;
+	const struct thread_list *threads;
 };
 
 /* A rule broken by several threads: one finding, the threads counted. */
@@ -70,8 +70,11 @@ struct per_thread {
 	enum status status;
 	size_t count;
 	pid_t tids[TIDS_SHOWN];
-	/* Every thread counted (--json lists them), as far as memory allows:
-	 * `listed` of them. */
+};
+
+/* Every thread a per-thread rule counted (--json lists them), as far as
+ * memory allows: `listed` of them. */
+struct thread_list {
 	pid_t *all;
 	size_t listed, cap;
 };
@@ -119,6 +122,8 @@ static struct per_thread per_thread[T_COUNT] = {
 		     "not permitted to attach to the thread", "run as root, or as the process's "
 		     "owner with ptrace allowed (kernel.yama.ptrace_scope)", S_WARN, 0, { 0 } },
 };
+
+static struct thread_list listed[T_COUNT];
 
 struct pctx_view {
 	int status;             /* of the mapping the reader takes */
@@ -523,20 +528,21 @@ static void judge_process_context(struct doctor *d)
 static void note(int kind, pid_t tid)
 {
 	struct per_thread *t = &per_thread[kind];
+	struct thread_list *l = &listed[kind];
 
 	if (t->count < TIDS_SHOWN)
 		t->tids[t->count] = tid;
 	t->count++;
-	if (t->listed == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 16;
-		pid_t *all = realloc(t->all, cap * sizeof(*all));
+	if (l->listed == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		pid_t *all = realloc(l->all, cap * sizeof(*all));
 
 		if (all == NULL)
 			return;
-		t->all = all;
-		t->cap = cap;
+		l->all = all;
+		l->cap = cap;
 	}
-	t->all[t->listed++] = tid;
+	l->all[l->listed++] = tid;
 }
 
 /* The attribute rules of record r, for thread tid. */
@@ -655,7 +661,7 @@ static void check_threads(struct doctor *d)
 		f = add(d, t->id, t->status, t->rule, "%zu thread%s (%s): %s", t->count,
 			t->count == 1 ? "" : "s", tids, t->what);
 		set_fix(f, t->fix);
-		f->threads = t;
+		f->threads = &listed[k];
 	}
 	if (err != OTEL_THREAD_CTX_OK)
 		add(d, "threads", S_WARN, NULL, "the threads could not be listed: %s",
@@ -871,9 +877,8 @@ int check_pid(pid_t pid, bool json, bool quiet)
 	else
 		print_text(d, code == 1 ? "FAIL" : code == 5 ? "ABSENT" : "PASS", sum, quiet);
 	for (size_t k = 0; k < T_COUNT; k++) {
-		free(per_thread[k].all);
-		per_thread[k].all = NULL;
-		per_thread[k].listed = per_thread[k].cap = 0;
+		free(listed[k].all);
+		listed[k] = (struct thread_list){ NULL, 0, 0 };
 	}
 	free(d->threads);
 	otel_thread_ctx_inspect_process_snapshot_free(d->pctx.snap);
