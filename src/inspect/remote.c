@@ -308,6 +308,9 @@ static int procmap_walk(pid_t pid, int (*visit)(const struct otel__maps_entry *,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return otel__remote_error(-errno);
+	/* The kernel writes each name there, NUL-terminated; a tool that does
+	 * not know this ioctl (valgrind) must not take the bytes for unset. */
+	memset(name, 0, sizeof(name));
 	for (;;) {
 		struct otel__procmap_query q = { .size = sizeof(q), .query_addr = addr,
 						 .query_flags = OTEL__PROCMAP_COVERING_OR_NEXT |
