@@ -174,6 +174,47 @@ static void set_fix(struct finding *f, const char *fix)
 	snprintf(f->fix, sizeof(f->fix), "%s", fix);
 }
 
+/* One line of /proc/PID/maps: its start, permissions, offset and name
+ * (what follows the inode, "" for none). */
+struct maps_line {
+	unsigned long long start, offset;
+	char perms[5];
+	const char *name;
+};
+
+/* Calls visit() for each line of /proc/PID/maps that parses, until it
+ * returns true.  false when the file cannot be opened. */
+static bool each_maps_line(pid_t pid, bool (*visit)(const struct maps_line *l, void *arg),
+			   void *arg)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		struct maps_line l = { .perms = "" };
+		int name_at = 0;
+		char *nl;
+
+		if (sscanf(line, "%llx-%*x %4s %llx %*x:%*x %*u %n", &l.start, l.perms, &l.offset,
+			   &name_at) < 3 ||
+		    name_at == 0)
+			continue;
+		if ((nl = strchr(line + name_at, '\n')) != NULL)
+			*nl = '\0';
+		l.name = line + name_at;
+		if (visit(&l, arg))
+			break;
+	}
+	free(line);
+	fclose(f);
+	return true;
+}
+
 /* --- The slot --------------------------------------------------------------- */
 
 /* The ELF files the process maps from their start: where a definition of
@@ -181,60 +222,44 @@ static void set_fix(struct finding *f, const char *fix)
  * file (its path in the process, and the path that reaches it from here,
  * through the process's root: a container's files), until it returns
  * true. */
+struct mapped_files {
+	pid_t pid;
+	bool (*visit)(const char *name, const char *path, void *arg);
+	void *arg;
+	char *seen; /* the paths visited, NUL-separated */
+	size_t seen_len;
+};
+
+static bool mapped_file_line(const struct maps_line *l, void *arg)
+{
+	struct mapped_files *m = arg;
+	char proc_path[PATH_MAX + 64];
+	size_t n = strlen(l->name) + 1;
+	char *more;
+
+	if (l->offset != 0 || l->name[0] != '/' || strstr(l->name, " (deleted)") != NULL)
+		return false;
+	/* Each file once. */
+	for (size_t at = 0; at < m->seen_len; at += strlen(m->seen + at) + 1)
+		if (strcmp(m->seen + at, l->name) == 0)
+			return false;
+	more = realloc(m->seen, m->seen_len + n);
+	if (more == NULL)
+		return true;
+	m->seen = more;
+	memcpy(m->seen + m->seen_len, l->name, n);
+	m->seen_len += n;
+	snprintf(proc_path, sizeof(proc_path), "/proc/%d/root%s", (int)m->pid, l->name);
+	return m->visit(l->name, proc_path, m->arg);
+}
+
 static void each_mapped_file(pid_t pid, bool (*visit)(const char *name, const char *path, void *arg),
 			     void *arg)
 {
-	char path[64], *line = NULL, *seen = NULL;
-	size_t cap = 0, seen_len = 0;
-	FILE *f;
+	struct mapped_files m = { .pid = pid, .visit = visit, .arg = arg };
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long long offset;
-		int name_at = 0;
-		char *name, *nl;
-
-		if (sscanf(line, "%*x-%*x %*4s %llx %*x:%*x %*u %n", &offset, &name_at) < 1 ||
-		    name_at == 0 || offset != 0)
-			continue;
-		name = line + name_at;
-		if ((nl = strchr(name, '\n')) != NULL)
-			*nl = '\0';
-		if (name[0] != '/' || strstr(name, " (deleted)") != NULL)
-			continue;
-		/* Each file once: a list of the paths seen, NUL-separated. */
-		{
-			bool dup = false;
-
-			for (size_t at = 0; at < seen_len && !dup; at += strlen(seen + at) + 1)
-				dup = strcmp(seen + at, name) == 0;
-			if (dup)
-				continue;
-		}
-		{
-			size_t n = strlen(name) + 1;
-			char *more = realloc(seen, seen_len + n);
-
-			if (more == NULL)
-				break;
-			seen = more;
-			memcpy(seen + seen_len, name, n);
-			seen_len += n;
-		}
-		{
-			char proc_path[PATH_MAX + 64];
-
-			snprintf(proc_path, sizeof(proc_path), "/proc/%d/root%s", (int)pid, name);
-			if (visit(name, proc_path, arg))
-				break;
-		}
-	}
-	free(line);
-	free(seen);
-	fclose(f);
+	each_maps_line(pid, mapped_file_line, &m);
+	free(m.seen);
 }
 
 struct unexported {
@@ -392,61 +417,51 @@ static const char *header_problem(const struct otel_thread_ctx_process_header *h
 	return NULL;
 }
 
+/* A line of the maps: an OTEL_CTX mapping, named as readers look for it
+ * or not. */
+static bool pctx_line(const struct maps_line *l, void *arg)
+{
+	struct doctor *d = arg;
+	struct pctx_view *p = &d->pctx;
+
+	if (strstr(l->name, OTEL_THREAD_CTX_PROCESS_MAPPING_NAME) == NULL)
+		return false;
+	if (!accepted_name(l->name)) {
+		struct finding *fd = add(d, "pctx-mapping-name", S_FAIL, R_READING,
+					 "a mapping is named \"%.200s\": readers look only "
+					 "for names that start with \"[anon_shmem:OTEL_CTX]\", "
+					 "\"[anon:OTEL_CTX]\" or \"/memfd:OTEL_CTX\"", l->name);
+
+		set_fix(fd, "create it with memfd_create(\"OTEL_CTX\") or name anonymous "
+			    "memory with prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ..., "
+			    "\"OTEL_CTX\")");
+		p->misnamed++;
+		return false;
+	}
+	if (l->perms[2] == 'x') {
+		struct finding *fd = add(d, "pctx-mapping-exec", S_FAIL, R_EBPF,
+					 "the OTEL_CTX mapping at %#llx is executable: the "
+					 "eBPF profiler skips executable mappings", l->start);
+
+		set_fix(fd, "map it PROT_READ | PROT_WRITE");
+	}
+	p->accepted++;
+	if (p->accepted > 1)
+		return false;
+	p->start = l->start;
+	snprintf(p->name, sizeof(p->name), "%s", l->name);
+	p->header_read = read_header(d->pid, l->start, &p->header);
+	p->status = otel_thread_ctx_inspect_process_read_at(d->pid, l->start, 0, &p->snap);
+	return false;
+}
+
 static void check_process_context(struct doctor *d)
 {
 	struct pctx_view *p = &d->pctx;
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	FILE *f;
 
 	p->status = OTEL_THREAD_CTX_ENOENT;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)d->pid);
-	f = fopen(path, "re");
-	if (f == NULL)
+	if (!each_maps_line(d->pid, pctx_line, d))
 		return;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long long start, end;
-		char perms[5] = "", *name, *nl;
-		int name_at = 0;
-
-		if (sscanf(line, "%llx-%llx %4s %*x %*x:%*x %*u %n", &start, &end, perms,
-			   &name_at) < 3 ||
-		    name_at == 0)
-			continue;
-		name = line + name_at;
-		if ((nl = strchr(name, '\n')) != NULL)
-			*nl = '\0';
-		if (strstr(name, OTEL_THREAD_CTX_PROCESS_MAPPING_NAME) == NULL)
-			continue;
-		if (!accepted_name(name)) {
-			struct finding *fd = add(d, "pctx-mapping-name", S_FAIL, R_READING,
-						 "a mapping is named \"%.200s\": readers look only "
-						 "for names that start with \"[anon_shmem:OTEL_CTX]\", "
-						 "\"[anon:OTEL_CTX]\" or \"/memfd:OTEL_CTX\"", name);
-
-			set_fix(fd, "create it with memfd_create(\"OTEL_CTX\") or name anonymous "
-				    "memory with prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ..., "
-				    "\"OTEL_CTX\")");
-			p->misnamed++;
-			continue;
-		}
-		if (perms[2] == 'x') {
-			struct finding *fd = add(d, "pctx-mapping-exec", S_FAIL, R_EBPF,
-						 "the OTEL_CTX mapping at %#llx is executable: the "
-						 "eBPF profiler skips executable mappings", start);
-
-			set_fix(fd, "map it PROT_READ | PROT_WRITE");
-		}
-		p->accepted++;
-		if (p->accepted > 1)
-			continue;
-		p->start = start;
-		snprintf(p->name, sizeof(p->name), "%s", name);
-		p->header_read = read_header(d->pid, start, &p->header);
-		p->status = otel_thread_ctx_inspect_process_read_at(d->pid, start, 0, &p->snap);
-	}
-	free(line);
-	fclose(f);
 	if (p->accepted > 1) {
 		struct finding *fd = add(d, "pctx-singleton", S_WARN, R_PUBLISH,
 					 "%zu mappings are named as the process context: which one a "

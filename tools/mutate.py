@@ -198,7 +198,7 @@ MUTANTS = [
            "\tif (0 && r->has_slot && r->slot.shndx != OTEL__SHN_UNDEF && !r->slot_in_dynsym) {\n",
            ["inspect-doctor"], "a slot defined but not exported is reported as no slot"),
     Mutant("doctor-misnamed-accepted", "doctor", "tools/check-pid.c",
-           "\t\tif (!accepted_name(name)) {\n", "\t\tif (0 && !accepted_name(name)) {\n",
+           "\tif (!accepted_name(l->name)) {\n", "\tif (0 && !accepted_name(l->name)) {\n",
            ["inspect-doctor"], "a process context under a name readers do not look for is "
            "taken as theirs"),
     # A value of 8 to 16 bytes is copied and checked as two words.
