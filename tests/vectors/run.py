@@ -50,6 +50,8 @@ READER_STATUS = {"valid": "EINVALID", "misaligned": "EFORMAT"}
 CLI_STATUS = {"valid": "invalid", "misaligned": "misaligned"}
 PCTX_STATUS = {"signature": "EFORMAT", "version": "EFORMAT", "payload-size": "EFORMAT",
                "being-updated": "EAGAIN", "decode": "EDECODE"}
+# A decoder of the payload alone: a payload over 65,536 bytes is E2BIG.
+DECODE_STATUS = dict(PCTX_STATUS, **{"payload-size": "E2BIG"})
 # The inspector's anomaly for a record finding.
 ANOMALY = {"record-size": "oversized", "attrs-truncated": "truncated-entry",
            "record-ids": "half-ids"}
@@ -148,7 +150,7 @@ def check_pctx(got, e, reason_status=PCTX_STATUS):
     return p
 
 
-def py_pctx(ctx, e):
+def py_pctx(ctx):
     """A ProcessContext of the Python binding, as check_pctx() wants it."""
     def typed(v):
         if isinstance(v, bool):
@@ -191,6 +193,33 @@ def json_bytes(text, want_hex):
 
 def payload_of(v):
     return bytes.fromhex(v["payload"]) + bytes(v.get("payload_zeros", 0))
+
+
+def in_bytes(recs):
+    """The record vectors a reader of bytes judges: placement (the address
+    modulo 8) is a rule of readers of memory (live, bpf)."""
+    return [v for v in recs["vectors"] if v["address_mod_8"] % 2 == 0]
+
+
+def decoded(procs):
+    """(vector, payload) of the process-context vectors a decoder of the
+    payload alone judges: the header's rules are the live readers'."""
+    for v in procs["vectors"]:
+        e, body = v["expect"], payload_of(v)
+        if e["read"] or e["reason"] == "decode" or len(body) > procs["payload_max"]:
+            yield v, body
+
+
+def py_status(code):
+    """The name of a code of the Python binding, as read.c prints it."""
+    import otel_thread_ctx
+    from otel_thread_ctx import inspect as pyinspect
+    for enum in (pyinspect.Error, otel_thread_ctx.Error):
+        try:
+            return "OK" if code == 0 else enum(code).name
+        except ValueError:
+            pass
+    return str(code)
 
 
 # --- The readers of bytes -------------------------------------------------------------
@@ -251,19 +280,12 @@ def run_bytes(args, t):
     recs, procs = load("records.json"), load("process.json")
     keys = len(recs["key_map"])
     r = Reader(args.read, args.wrapper)
-    for v in recs["vectors"]:
-        if v["address_mod_8"] % 2 != 0:
-            continue  # placement: a rule of readers of memory (live, bpf)
+    for v in in_bytes(recs):
         t.check("c-record-decode", v["name"], c_record(r.ask("record %d %s" % (keys, v["bytes"])),
                                                        v["expect"]))
-    for v in procs["vectors"]:
-        e = v["expect"]
-        size = len(payload_of(v))
-        if not e["read"] and e["reason"] not in ("decode",) and size <= procs["payload_max"]:
-            continue  # a header's rule: the live readers'
+    for v, _ in decoded(procs):
         got = json.loads(r.ask("process %s %d" % (v["payload"], v.get("payload_zeros", 0))))
-        status = dict(PCTX_STATUS, **{"payload-size": "E2BIG"})
-        t.check("c-process-decode", v["name"], check_pctx(got, e, status))
+        t.check("c-process-decode", v["name"], check_pctx(got, v["expect"], DECODE_STATUS))
     r.close()
     py = python_binding(args)
     if py is None:
@@ -271,9 +293,7 @@ def run_bytes(args, t):
     otel, pyinspect = py
     for name in recs["key_map"]:
         otel.key_register(name)
-    for v in recs["vectors"]:
-        if v["address_mod_8"] % 2 != 0:
-            continue
+    for v in in_bytes(recs):
         e = v["expect"]
         try:
             rec = otel.record_decode(bytes.fromhex(v["bytes"])[:recs["record_max"]])
@@ -281,22 +301,14 @@ def run_bytes(args, t):
                    "trace_flags": rec.flags}
             attrs = {k: b.hex() for k, b in rec.raw_attrs.items()}
         except otel.ThreadCtxError as err:
-            got, attrs = {"status": "EINVALID" if err.code == otel.Error.EINVALID else
-                          str(err.code)}, {}
+            got, attrs = {"status": py_status(err.code)}, {}
         t.check("python-record-decode", v["name"], check_record(got, e, attrs))
-    for v in procs["vectors"]:
-        e = v["expect"]
-        body = payload_of(v)
-        if not e["read"] and e["reason"] != "decode" and len(body) <= procs["payload_max"]:
-            continue
+    for v, body in decoded(procs):
         try:
-            got = py_pctx(pyinspect.decode_process(body), e)
+            got = py_pctx(pyinspect.decode_process(body))
         except pyinspect.InspectError as err:
-            got = {"status": {pyinspect.Error.EDECODE: "EDECODE"}.get(err.code, "E2BIG" if
-                                                                         err.code == -7 else
-                                                                         str(err.code))}
-        status = dict(PCTX_STATUS, **{"payload-size": "E2BIG"})
-        t.check("python-decode-process", v["name"], check_pctx(got, e, status))
+            got = {"status": py_status(err.code)}
+        t.check("python-decode-process", v["name"], check_pctx(got, v["expect"], DECODE_STATUS))
 
 
 # --- The live readers -------------------------------------------------------------------
@@ -392,17 +404,15 @@ def run_live(args, t):
 
         py = python_binding(args)
         if py is not None:
-            otel, pyinspect = py
+            _, pyinspect = py
             with pyinspect.Inspector(w.pid) as insp:
                 seen = {th.tid: th for th in insp.threads()}
-            names = {0: "OK", otel.Error.EINVALID: "EINVALID", pyinspect.Error.EFORMAT:
-                     "EFORMAT"}
             for tid, v in tids.items():
                 th = seen.get(tid)
                 if th is None:
                     t.check("python-inspector", v["name"], ["thread not listed"])
                     continue
-                got = {"status": names.get(th.status, str(th.status)),
+                got = {"status": py_status(th.status),
                        "attrs_data_size": th.attrs_data_size}
                 attrs = {}
                 if th.record is not None:
@@ -412,11 +422,9 @@ def run_live(args, t):
                 t.check("python-inspector", v["name"], check_record(got, v["expect"], attrs))
             for addr, v in maps.items():
                 try:
-                    got = py_pctx(pyinspect.read_process_at(w.pid, addr, 3), v["expect"])
+                    got = py_pctx(pyinspect.read_process_at(w.pid, addr, 3))
                 except pyinspect.InspectError as err:
-                    got = {"status": {pyinspect.Error.EFORMAT: "EFORMAT", pyinspect.Error.EAGAIN:
-                                      "EAGAIN", pyinspect.Error.EDECODE: "EDECODE"}.get(
-                                          err.code, str(err.code))}
+                    got = {"status": py_status(err.code)}
                 t.check("python-read-process-at", v["name"], check_pctx(got, v["expect"]))
 
         report = doctor(args, w.pid)

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,6 +400,21 @@ static int note_build_id(const uint8_t *data, uint64_t n, uint64_t align, char *
 	return -1;
 }
 
+/* Whether the notes at `off` (size bytes, at most 64 KiB) of the file open
+ * at fd hold a GNU build id: then its hex is in out. */
+static bool build_id_at(int fd, uint64_t off, uint64_t size, uint64_t align, char *out)
+{
+	uint8_t *b;
+	bool found;
+
+	if (size > 65536)
+		return false;
+	b = read_at(fd, off, size);
+	found = b != NULL && note_build_id(b, size, align, out) == 0;
+	free(b);
+	return found;
+}
+
 /* The file's GNU build id (its note sections, else its PT_NOTE segments)
  * as hex into out (2 * BUILD_ID_MAX + 1 bytes); "" when it has none. */
 static void read_build_id(const struct otel__elf *elf, int fd, char *out)
@@ -409,28 +425,16 @@ static void read_build_id(const struct otel__elf *elf, int fd, char *out)
 	otel__elf_info(elf, &info);
 	for (size_t i = 1; i < info.shnum; i++) {
 		const struct otel__elf64_shdr *sh = otel__elf_shdr(elf, i);
-		uint8_t *b;
-		int found;
 
-		if (sh == NULL || sh->sh_type != SHT_NOTE || sh->sh_size > 65536)
-			continue;
-		b = read_at(fd, sh->sh_offset, sh->sh_size);
-		found = b != NULL && note_build_id(b, sh->sh_size, sh->sh_addralign, out) == 0;
-		free(b);
-		if (found)
+		if (sh != NULL && sh->sh_type == SHT_NOTE &&
+		    build_id_at(fd, sh->sh_offset, sh->sh_size, sh->sh_addralign, out))
 			return;
 	}
 	for (size_t i = 0; i < info.phnum; i++) {
 		const struct otel__elf64_phdr *ph = otel__elf_phdr(elf, i);
-		uint8_t *b;
-		int found;
 
-		if (ph == NULL || ph->p_type != PT_NOTE || ph->p_filesz > 65536)
-			continue;
-		b = read_at(fd, ph->p_offset, ph->p_filesz);
-		found = b != NULL && note_build_id(b, ph->p_filesz, ph->p_align, out) == 0;
-		free(b);
-		if (found)
+		if (ph != NULL && ph->p_type == PT_NOTE &&
+		    build_id_at(fd, ph->p_offset, ph->p_filesz, ph->p_align, out))
 			return;
 	}
 	out[0] = '\0';
