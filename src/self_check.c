@@ -273,7 +273,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	struct module m = { info, NULL, 0 };
 	const ElfW(Phdr) *tls = NULL;
 	bool is_main = sc->index++ == 0;
-	const char *name = info->dlpi_name != NULL ? info->dlpi_name : "";
+	/* The main program is "" (glibc names it so; musl gives its path). */
+	const char *name = is_main || info->dlpi_name == NULL ? "" : info->dlpi_name;
 	bool holds = false;
 	void *tls_data = NULL;
 	const ElfW(Sym) *s;
