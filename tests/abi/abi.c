@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "otel_thread_ctx_inspect_bpf.h"
 #include "otel_thread_ctx_process.h"
@@ -27,11 +27,11 @@ _Static_assert(OTEL_THREAD_CTX_BPF_HEADER_SIZE == OTEL_THREAD_CTX_RECORD_HEADER_
 _Static_assert(OTEL_THREAD_CTX_BPF_ATTRS_MAX == OTEL_THREAD_CTX_ATTRS_MAX,
 	       "the BPF header's attribute bytes");
 
-#define EXPECT(cond) CHECK(cond, "%s", #cond)
+#define EXPECT(cond) ck_assert_msg(cond, "%s", #cond)
 #define EXPECT_RC(call, want)                                                   \
 	do {                                                                    \
 		int rc_ = (call);                                               \
-		CHECK(rc_ == (want), "%s returned %d (%s), expected %d", #call, rc_, \
+		ck_assert_msg(rc_ == (want), "%s returned %d (%s), expected %d", #call, rc_, \
 		      otel_thread_ctx_strerror(rc_), (int)(want));              \
 	} while (0)
 
@@ -194,7 +194,7 @@ static unsigned int fill_registry(int published)
 		before = otel_thread_ctx_key_count();
 		rc = otel_thread_ctx_key_register(name, &index);
 		if (rc != 0) {
-			CHECK(rc == OTEL_THREAD_CTX_E2BIG, "key %u refused with %d (%s), not E2BIG", i,
+			ck_assert_msg(rc == OTEL_THREAD_CTX_E2BIG, "key %u refused with %d (%s), not E2BIG", i,
 			      rc, otel_thread_ctx_strerror(rc));
 			/* A refused key leaves nothing behind. */
 			EXPECT(otel_thread_ctx_key_count() == before);
@@ -204,7 +204,7 @@ static unsigned int fill_registry(int published)
 		}
 		EXPECT(index == i);
 	}
-	CHECK(rc != 0, "all 256 names of 255 bytes registered%s",
+	ck_assert_msg(rc != 0, "all 256 names of 255 bytes registered%s",
 	      published ? " while published" : ": the key map cannot be published");
 	printf("%u names of 255 bytes registered, the next refused\n", i);
 	return i;

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 
 static const uint8_t T[16] = { 1, 2, 3 }, S[8] = { 4, 5 }, Z16[16], Z8[8];
@@ -52,9 +52,9 @@ static otel_thread_ctx *ctx_with(unsigned int capacity, int ids)
 
 	o.attrs_capacity = capacity;
 	o.flags = capacity == 0 ? OTEL_THREAD_CTX_OPTION_IDS_ONLY : 0;
-	CHECK(otel_thread_ctx_create_with(&c, &o) == 0, "create_with");
+	ck_assert_msg(otel_thread_ctx_create_with(&c, &o) == 0, "create_with");
 	if (ids)
-		CHECK(otel_thread_ctx_set_ids(c, T, S, 1) == 0, "set_ids");
+		ck_assert_msg(otel_thread_ctx_set_ids(c, T, S, 1) == 0, "set_ids");
 	return c;
 }
 
@@ -123,13 +123,13 @@ static void *first_publication(void *arg)
 	struct otel_thread_ctx_record want, got;
 
 	(void)arg;
-	CHECK(otel_thread_ctx_get(nest_ctx, &want) == 0, "get");
+	ck_assert_msg(otel_thread_ctx_get(nest_ctx, &want) == 0, "get");
 	__atomic_store_n(&nesting, 1, __ATOMIC_RELAXED);
-	CHECK(otel_thread_ctx_attach(nest_ctx, NULL) == 0, "the interrupted attach");
-	CHECK(nesting == 2, "the handler did not run inside the first publication");
-	CHECK(otel_thread_ctx_read(&got) == 0 && memcmp(&got, &want, 28) == 0,
+	ck_assert_msg(otel_thread_ctx_attach(nest_ctx, NULL) == 0, "the interrupted attach");
+	ck_assert_msg(nesting == 2, "the handler did not run inside the first publication");
+	ck_assert_msg(otel_thread_ctx_read(&got) == 0 && memcmp(&got, &want, 28) == 0,
 	      "the interrupted attach did not publish its context");
-	CHECK(otel_thread_ctx_detach(NULL) == 0, "detach");
+	ck_assert_msg(otel_thread_ctx_detach(NULL) == 0, "detach");
 	return NULL;
 }
 #endif
@@ -158,9 +158,9 @@ int main(void)
 	empty = ctx_with(612, 0);
 	small = ctx_with(0, 0);
 	full = ctx_with(612, 1);
-	CHECK(otel_thread_ctx_set_attrs(full, big3, 2) == 0, "set_attrs");
+	ck_assert_msg(otel_thread_ctx_set_attrs(full, big3, 2) == 0, "set_attrs");
 	none = ctx_with(612, 0);
-	CHECK(otel_thread_ctx_detach(none) == 0, "detach");
+	ck_assert_msg(otel_thread_ctx_detach(none) == 0, "detach");
 
 	/* create, create_with */
 	E(otel_thread_ctx_create, otel_thread_ctx_create(NULL), OTEL_THREAD_CTX_ENULL, "NULL");
@@ -249,7 +249,7 @@ int main(void)
 	E(otel_thread_ctx_attach, otel_thread_ctx_attach(NULL, small), OTEL_THREAD_CTX_ENULL,
 	  "NULL");
 	E(otel_thread_ctx_update, otel_thread_ctx_update(NULL), OTEL_THREAD_CTX_ENULL, "NULL");
-	CHECK(otel_thread_ctx_attach(full, NULL) == 0, "attach full");
+	ck_assert_msg(otel_thread_ctx_attach(full, NULL) == 0, "attach full");
 	E(otel_thread_ctx_attach, otel_thread_ctx_attach(c, small), OTEL_THREAD_CTX_ENOSPC,
 	  "saved too small");
 	E(otel_thread_ctx_detach, otel_thread_ctx_detach(small), OTEL_THREAD_CTX_ENOSPC,
@@ -261,14 +261,14 @@ int main(void)
 	/* the fast paths */
 	E(otel_thread_ctx_update_span_id, otel_thread_ctx_update_span_id(NULL),
 	  OTEL_THREAD_CTX_ENULL, "NULL");
-	CHECK(otel_thread_ctx_detach(NULL) == 0, "detach");
+	ck_assert_msg(otel_thread_ctx_detach(NULL) == 0, "detach");
 	E(otel_thread_ctx_update_span_id, otel_thread_ctx_update_span_id(Z8), OTEL_THREAD_CTX_EIDS,
 	  "zero span before ENOCTX");
 	E(otel_thread_ctx_update_span_id, otel_thread_ctx_update_span_id(S), OTEL_THREAD_CTX_ENOCTX,
 	  "nothing published");
 	E(otel_thread_ctx_update_trace_flags, otel_thread_ctx_update_trace_flags(1),
 	  OTEL_THREAD_CTX_ENOCTX, "ENOCTX before EIDS");
-	CHECK(otel_thread_ctx_attach(empty, NULL) == 0, "attach empty");
+	ck_assert_msg(otel_thread_ctx_attach(empty, NULL) == 0, "attach empty");
 	E(otel_thread_ctx_update_span_id, otel_thread_ctx_update_span_id(S), OTEL_THREAD_CTX_EIDS,
 	  "no trace");
 	E(otel_thread_ctx_update_trace_flags, otel_thread_ctx_update_trace_flags(1),
@@ -296,7 +296,7 @@ int main(void)
 
 	/* readers */
 	E(otel_thread_ctx_read, otel_thread_ctx_read(NULL), OTEL_THREAD_CTX_ENULL, "NULL");
-	CHECK(otel_thread_ctx_detach(NULL) == 0, "detach");
+	ck_assert_msg(otel_thread_ctx_detach(NULL) == 0, "detach");
 	E(otel_thread_ctx_read, otel_thread_ctx_read(&rec), OTEL_THREAD_CTX_ENOCTX, "nothing");
 	/* A record marked invalid, where the slot leads (the library never
 	 * writes one: this test stores the slot itself). */
@@ -318,7 +318,7 @@ int main(void)
 		struct otel_thread_ctx_attr attr;
 		unsigned int key;
 
-		CHECK(otel_thread_ctx_key_register("errors.key", &key) == 0 && key < 255,
+		ck_assert_msg(otel_thread_ctx_key_register("errors.key", &key) == 0 && key < 255,
 		      "key_register");
 		memset(&rec, 0, sizeof(rec));
 		rec.valid = 1;
@@ -352,8 +352,8 @@ int main(void)
 
 		nest_ctx = c;
 		nest_saved = full;
-		CHECK(signal(SIGUSR1, nested_calls) != SIG_ERR, "signal");
-		CHECK(pthread_create(&t, NULL, first_publication, NULL) == 0 &&
+		ck_assert_msg(signal(SIGUSR1, nested_calls) != SIG_ERR, "signal");
+		ck_assert_msg(pthread_create(&t, NULL, first_publication, NULL) == 0 &&
 			      pthread_join(t, NULL) == 0,
 		      "the thread of the nested calls");
 	}

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "compat-util.h"
-#include "minitest.h"
+#include "check-lite.h"
 
 #ifdef CLASH_LINKED
 #include "callers.h"
@@ -42,7 +42,7 @@ static void *open_lib(const char *path, int flags)
 {
 	void *h = dlopen(path, flags);
 
-	CHECK(h != NULL, "dlopen %s: %s", path, dlerror());
+	ck_assert_msg(h != NULL, "dlopen %s: %s", path, dlerror());
 	return h;
 }
 
@@ -50,7 +50,7 @@ static void *sym(void *handle, const char *name)
 {
 	void *p = dlsym(handle, name);
 
-	CHECK(p != NULL, "dlsym %s: %s", name, dlerror());
+	ck_assert_msg(p != NULL, "dlsym %s: %s", name, dlerror());
 	return p;
 }
 
@@ -70,12 +70,12 @@ static void check_order(const char *first)
 	int standin = link_position(STANDIN_SONAME);
 	int otel = link_position(OTEL_SONAME);
 
-	CHECK(standin >= 0 && otel >= 0, "both libraries are loaded (stand-in at %d, otel at %d)",
+	ck_assert_msg(standin >= 0 && otel >= 0, "both libraries are loaded (stand-in at %d, otel at %d)",
 	      standin, otel);
 	if (strcmp(first, "standin") == 0)
-		CHECK(standin < otel, "the stand-in comes first (%d, %d)", standin, otel);
+		ck_assert_msg(standin < otel, "the stand-in comes first (%d, %d)", standin, otel);
 	else
-		CHECK(otel < standin, "libotel-thread-ctx comes first (%d, %d)", otel, standin);
+		ck_assert_msg(otel < standin, "libotel-thread-ctx comes first (%d, %d)", otel, standin);
 	printf("loader order: %s at %d, %s at %d\n", STANDIN_SONAME, standin, OTEL_SONAME, otel);
 }
 
@@ -83,39 +83,39 @@ static void run(void)
 {
 	int rc;
 
-	CHECK(otel_ctx_mappings() == 0, "no mapping at start");
+	ck_assert_msg(otel_ctx_mappings() == 0, "no mapping at start");
 	rc = reference_caller_run("reference-alone");
-	CHECK(rc == 0, "reference caller alone: check at caller-reference.c:%d", rc);
-	CHECK(standin_calls(STANDIN_PUBLISH) == 1, "the stand-in served the publish");
-	CHECK(otel_ctx_mappings() == 0, "the reference caller mapped nothing");
+	ck_assert_msg(rc == 0, "reference caller alone: check at caller-reference.c:%d", rc);
+	ck_assert_msg(standin_calls(STANDIN_PUBLISH) == 1, "the stand-in served the publish");
+	ck_assert_msg(otel_ctx_mappings() == 0, "the reference caller mapped nothing");
 
 	rc = native_publish("native");
-	CHECK(rc == 0, "native publish: check at caller-native.c:%d", rc);
+	ck_assert_msg(rc == 0, "native publish: check at caller-native.c:%d", rc);
 	rc = reference_caller_run("reference-beside-native");
-	CHECK(rc == 0, "reference caller beside the native context: caller-reference.c:%d", rc);
-	CHECK(standin_calls(STANDIN_PUBLISH) == 2, "the stand-in served the second publish");
+	ck_assert_msg(rc == 0, "reference caller beside the native context: caller-reference.c:%d", rc);
+	ck_assert_msg(standin_calls(STANDIN_PUBLISH) == 2, "the stand-in served the second publish");
 	rc = native_check("native");
-	CHECK(rc == 0, "the native context is intact: caller-native.c:%d", rc);
+	ck_assert_msg(rc == 0, "the native context is intact: caller-native.c:%d", rc);
 	rc = native_unpublish();
-	CHECK(rc == 0, "native unpublish: caller-native.c:%d", rc);
+	ck_assert_msg(rc == 0, "native unpublish: caller-native.c:%d", rc);
 
 	rc = reference_caller_run("reference-after-native");
-	CHECK(rc == 0, "reference caller after the native one: caller-reference.c:%d", rc);
-	CHECK(standin_calls(STANDIN_PUBLISH) == 3, "the stand-in served the third publish");
-	CHECK(otel_ctx_mappings() == 0, "no mapping at the end");
+	ck_assert_msg(rc == 0, "reference caller after the native one: caller-reference.c:%d", rc);
+	ck_assert_msg(standin_calls(STANDIN_PUBLISH) == 3, "the stand-in served the third publish");
+	ck_assert_msg(otel_ctx_mappings() == 0, "no mapping at the end");
 }
 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 #ifdef CLASH_LINKED
-	CHECK(argc == 3 && strcmp(argv[1], "linked") == 0, "usage: clash linked standin|otel");
+	ck_assert_msg(argc == 3 && strcmp(argv[1], "linked") == 0, "usage: clash linked standin|otel");
 	check_order(argv[2]);
 #else
 	void *standin, *module;
 	const char *first;
 
-	CHECK(argc == 8 && strcmp(argv[1], "dlopen") == 0,
+	ck_assert_msg(argc == 8 && strcmp(argv[1], "dlopen") == 0,
 	      "usage: clash dlopen standin|otel STANDIN OTEL INSPECT NATIVE REFERENCE");
 	first = argv[2];
 	if (strcmp(first, "standin") == 0) {

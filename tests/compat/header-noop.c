@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_compat.h"
 
 int main(void)
@@ -18,17 +18,17 @@ int main(void)
 	otel_process_ctx_result r = otel_process_ctx_publish(&data);
 	otel_process_ctx_read_result rr;
 
-	CHECK(!r.success && r.error_message != NULL &&
+	ck_assert_msg(!r.success && r.error_message != NULL &&
 		      strstr(r.error_message, "OTEL_PROCESS_CTX_NOOP") != NULL,
 	      "publish fails with a static message: %s", r.error_message);
-	CHECK(!otel_process_ctx_publish(NULL).success, "publish(NULL) fails too");
-	CHECK(otel_process_ctx_drop_current(), "drop_current succeeds");
+	ck_assert_msg(!otel_process_ctx_publish(NULL).success, "publish(NULL) fails too");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop_current succeeds");
 	rr = otel_process_ctx_read();
-	CHECK(!rr.success && rr.error_message != NULL, "read fails");
-	CHECK(rr.data.service_name == NULL && rr.data.resource_attributes == NULL &&
+	ck_assert_msg(!rr.success && rr.error_message != NULL, "read fails");
+	ck_assert_msg(rr.data.service_name == NULL && rr.data.resource_attributes == NULL &&
 		      rr.data.extra_attributes == NULL && rr.data.thread_ctx_config == NULL,
 	      "read returns empty data");
-	CHECK(!otel_process_ctx_read_drop(&rr), "read_drop fails");
-	CHECK(!otel_process_ctx_read_drop(NULL), "read_drop(NULL) fails");
+	ck_assert_msg(!otel_process_ctx_read_drop(&rr), "read_drop fails");
+	ck_assert_msg(!otel_process_ctx_read_drop(NULL), "read_drop(NULL) fails");
 	return 0;
 }

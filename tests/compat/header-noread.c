@@ -5,7 +5,7 @@
  * the read API is not declared, so this file may use its names for
  * something else; publish and drop_current are the library's.
  */
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_compat.h"
 
 /* Each of these would clash with a declaration of the read API. */
@@ -27,8 +27,8 @@ int main(void)
 	otel_process_ctx_read_result mine = otel_process_ctx_read();
 	otel_process_ctx_result r = otel_process_ctx_publish(&data);
 
-	CHECK(r.success, "publish: %s", r.error_message);
-	CHECK(otel_process_ctx_drop_current(), "drop_current");
-	CHECK(otel_process_ctx_read_drop(mine) == 7, "this file's own functions");
+	ck_assert_msg(r.success, "publish: %s", r.error_message);
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop_current");
+	ck_assert_msg(otel_process_ctx_read_drop(mine) == 7, "this file's own functions");
 	return 0;
 }

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "otel_thread_ctx_compat.h"
 
@@ -25,17 +25,17 @@ int main(void)
 	char buf[64];
 
 	r = otel_process_ctx_publish(&data);
-	CHECK(r.success, "publish: %s", r.error_message);
-	CHECK_OK(otel_thread_ctx_create(&ctx));
-	CHECK_OK(otel_thread_ctx_set_attr(ctx, 0, "/users/:id", 10));
-	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "42", 2));
-	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	ck_assert_msg(r.success, "publish: %s", r.error_message);
+	ck_assert_int_eq(otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_attr(ctx, 0, "/users/:id", 10), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_attr(ctx, 1, "42", 2), 0);
+	ck_assert_int_eq(otel_thread_ctx_attach(ctx, NULL), 0);
 	otel_thread_ctx_destroy(ctx);
 	printf("ready\n");
 	fflush(stdout);
 	while (fread(buf, 1, sizeof(buf), stdin) > 0)
 		;
-	CHECK_OK(otel_thread_ctx_detach(NULL));
-	CHECK(otel_process_ctx_drop_current(), "drop");
+	ck_assert_int_eq(otel_thread_ctx_detach(NULL), 0);
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop");
 	return 0;
 }

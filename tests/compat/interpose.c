@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "compat-util.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_process_ctx.h"
 #include "standin.h"
 
@@ -30,29 +30,29 @@ int main(int argc, char **argv)
 	int standin_first;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	CHECK(argc == 2, "usage: interpose standin|compat");
+	ck_assert_msg(argc == 2, "usage: interpose standin|compat");
 	standin_first = strcmp(argv[1], "standin") == 0;
-	CHECK(standin >= 0 && compat >= 0, "both are loaded (stand-in %d, compat %d)", standin,
+	ck_assert_msg(standin >= 0 && compat >= 0, "both are loaded (stand-in %d, compat %d)", standin,
 	      compat);
-	CHECK(standin_first ? standin < compat : compat < standin, "link order as expected");
+	ck_assert_msg(standin_first ? standin < compat : compat < standin, "link order as expected");
 	printf("loader order: stand-in at %d, compat at %d\n", standin, compat);
 
-	CHECK(otel_process_ctx_publish(&data).success, "publish");
+	ck_assert_msg(otel_process_ctx_publish(&data).success, "publish");
 	read = otel_process_ctx_read();
-	CHECK(read.success && strcmp(read.data.service_name, "interposed") == 0, "read back");
-	CHECK(otel_process_ctx_read_drop(&read), "read_drop");
+	ck_assert_msg(read.success && strcmp(read.data.service_name, "interposed") == 0, "read back");
+	ck_assert_msg(otel_process_ctx_read_drop(&read), "read_drop");
 	if (standin_first) {
-		CHECK(standin_calls(STANDIN_PUBLISH) == 1 && standin_calls(STANDIN_READ) == 1,
+		ck_assert_msg(standin_calls(STANDIN_PUBLISH) == 1 && standin_calls(STANDIN_READ) == 1,
 		      "the stand-in served publish and read");
-		CHECK(otel_ctx_mappings() == 0, "libotel-thread-ctx published nothing");
+		ck_assert_msg(otel_ctx_mappings() == 0, "libotel-thread-ctx published nothing");
 	} else {
-		CHECK(standin_calls(STANDIN_PUBLISH) == 0 && standin_calls(STANDIN_READ) == 0,
+		ck_assert_msg(standin_calls(STANDIN_PUBLISH) == 0 && standin_calls(STANDIN_READ) == 0,
 		      "the stand-in was never reached");
-		CHECK(otel_ctx_mappings() == 1, "libotel-thread-ctx published the context");
+		ck_assert_msg(otel_ctx_mappings() == 1, "libotel-thread-ctx published the context");
 	}
-	CHECK(otel_process_ctx_drop_current(), "drop_current");
-	CHECK(otel_ctx_mappings() == 0, "nothing published at the end");
-	CHECK(standin_calls(STANDIN_DROP_CURRENT) == (standin_first ? 1 : 0),
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop_current");
+	ck_assert_msg(otel_ctx_mappings() == 0, "nothing published at the end");
+	ck_assert_msg(standin_calls(STANDIN_DROP_CURRENT) == (standin_first ? 1 : 0),
 	      "drop_current reached the first library only");
 	printf("ok: %s served every otel_process_ctx_* call\n",
 	       standin_first ? "the stand-in" : "libotel-thread-ctx-compat");

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_inspect.h"
 
 static const char *const names[2] = { "http.route", "user.id" };
@@ -29,10 +29,10 @@ static pid_t start(char **argv, int *in, char *out, size_t cap, const char *stop
 	size_t len = 0;
 	pid_t pid;
 
-	CHECK(pipe(to) == 0 && pipe(from) == 0, "pipe");
+	ck_assert_msg(pipe(to) == 0 && pipe(from) == 0, "pipe");
 	fflush(NULL);
 	pid = fork();
-	CHECK(pid >= 0, "fork");
+	ck_assert_msg(pid >= 0, "fork");
 	if (pid == 0) {
 		dup2(to[0], 0);
 		dup2(from[1], 1);
@@ -51,7 +51,7 @@ static pid_t start(char **argv, int *in, char *out, size_t cap, const char *stop
 		out[len] = '\0';
 		if (stop_at != NULL && strstr(out, stop_at) != NULL)
 			break;
-		CHECK(len < cap - 1, "too much output");
+		ck_assert_msg(len < cap - 1, "too much output");
 	}
 	out[len] = '\0';
 	close(from[0]);
@@ -69,27 +69,27 @@ static void check_library(pid_t pid)
 	unsigned int seen = 0;
 	int rc = otel_thread_ctx_inspect_open(pid, &insp);
 
-	CHECK(rc == OTEL_THREAD_CTX_OK, "inspect_open: %s", otel_thread_ctx_inspect_strerror(rc));
+	ck_assert_msg(rc == OTEL_THREAD_CTX_OK, "inspect_open: %s", otel_thread_ctx_inspect_strerror(rc));
 	info = otel_thread_ctx_inspect_info(insp);
-	CHECK(info->process_ctx_status == OTEL_THREAD_CTX_OK, "process context: %s",
+	ck_assert_msg(info->process_ctx_status == OTEL_THREAD_CTX_OK, "process context: %s",
 	      otel_thread_ctx_inspect_strerror(info->process_ctx_status));
-	CHECK(info->process_ctx->key_count == 2, "%zu keys", info->process_ctx->key_count);
-	CHECK(otel_thread_ctx_inspect_key_count(insp) == 2, "key count");
+	ck_assert_msg(info->process_ctx->key_count == 2, "%zu keys", info->process_ctx->key_count);
+	ck_assert_msg(otel_thread_ctx_inspect_key_count(insp) == 2, "key count");
 	for (unsigned int i = 0; i < 2; i++)
-		CHECK(strcmp(otel_thread_ctx_inspect_key_name(insp, i), names[i]) == 0,
+		ck_assert_msg(strcmp(otel_thread_ctx_inspect_key_name(insp, i), names[i]) == 0,
 		      "key %u is %s", i, otel_thread_ctx_inspect_key_name(insp, i));
 	rc = otel_thread_ctx_inspect_thread(insp, pid, &th);
-	CHECK(rc == OTEL_THREAD_CTX_OK, "inspect_thread: %s", otel_thread_ctx_inspect_strerror(rc));
+	ck_assert_msg(rc == OTEL_THREAD_CTX_OK, "inspect_thread: %s", otel_thread_ctx_inspect_strerror(rc));
 	otel_thread_ctx_attr_iter_init_map(&it, &th.record, otel_thread_ctx_inspect_key_count(insp));
 	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
-		CHECK(a.key < 2, "key index %u", a.key);
-		CHECK(strcmp(otel_thread_ctx_inspect_key_name(insp, a.key), names[a.key]) == 0 &&
+		ck_assert_msg(a.key < 2, "key index %u", a.key);
+		ck_assert_msg(strcmp(otel_thread_ctx_inspect_key_name(insp, a.key), names[a.key]) == 0 &&
 			      a.len == strlen(values[a.key]) &&
 			      memcmp(a.value, values[a.key], a.len) == 0,
 		      "attribute %u", a.key);
 		seen |= 1u << a.key;
 	}
-	CHECK(seen == 3 && it.unmapped == 0, "both attributes, named");
+	ck_assert_msg(seen == 3 && it.unmapped == 0, "both attributes, named");
 	otel_thread_ctx_inspect_close(insp);
 	printf("ok: the inspector library names http.route and user.id\n");
 }
@@ -104,15 +104,15 @@ static void check_command(const char *command, pid_t target)
 	snprintf(pid, sizeof(pid), "%d", (int)target);
 	p = start(argv, &in, out, sizeof(out), NULL);
 	close(in);
-	CHECK(waitpid(p, &status, 0) == p, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s --json failed (%#x):\n%s", command,
+	ck_assert_msg(waitpid(p, &status, 0) == p, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s --json failed (%#x):\n%s", command,
 	      status, out);
 	for (unsigned int i = 0; i < 2; i++) {
 		char want[128];
 
 		snprintf(want, sizeof(want), "{\"index\":%u,\"key\":\"%s\",\"value\":\"%s\"}", i,
 			 names[i], values[i]);
-		CHECK(strstr(out, want) != NULL, "%s not in:\n%s", want, out);
+		ck_assert_msg(strstr(out, want) != NULL, "%s not in:\n%s", want, out);
 	}
 	printf("ok: otel-thread-ctx-inspect --json names them too\n");
 }
@@ -126,15 +126,15 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc > 2 && strcmp(argv[1], "--skip") == 0)
 		skip("%s", argv[2]);
-	CHECK(argc == 3, "usage: test-compat-inspect [--skip REASON] TARGET INSPECT_COMMAND");
+	ck_assert_msg(argc == 3, "usage: test-compat-inspect [--skip REASON] TARGET INSPECT_COMMAND");
 	target_argv[0] = argv[1];
 	target_argv[1] = NULL;
 	target = start(target_argv, &in, ready, sizeof(ready), "ready\n");
-	CHECK(strcmp(ready, "ready\n") == 0, "the target did not start: \"%s\"", ready);
+	ck_assert_msg(strcmp(ready, "ready\n") == 0, "the target did not start: \"%s\"", ready);
 	check_library(target);
 	check_command(argv[2], target);
 	close(in);
-	CHECK(waitpid(target, &status, 0) == target, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the target failed (%#x)", status);
+	ck_assert_msg(waitpid(target, &status, 0) == target, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the target failed (%#x)", status);
 	return 0;
 }

@@ -10,18 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check-lite.h"
 #include "otel_thread_ctx_compat.h"
 #include "otel_thread_ctx_process.h"
-
-static int failures;
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                              \
-		}                                                                \
-	} while (0)
 
 static const char *const seven[] = {
 	"deployment.environment.name", "service.instance.id", "service.name",
@@ -56,8 +47,8 @@ static void publish(int at, bool nul)
 	extra[0] = at == 8 ? str("extra.attr", v, 5) : str("extra.attr", "plain", 0);
 	o.attributes = extra;
 	o.attribute_count = 1;
-	CHECK(otel_thread_ctx_process_unpublish() == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_process_publish_with(res, 8, &o) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_process_unpublish() == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_process_publish_with(res, 8, &o) == OTEL_THREAD_CTX_OK);
 }
 
 int main(void)
@@ -67,27 +58,25 @@ int main(void)
 
 		publish(at, false);
 		r = otel_process_ctx_read();
-		CHECK(r.success);
+		ck_assert(r.success);
 		if (r.success) {
 			const char *s = at < 7 ? (&r.data.deployment_environment_name)[at]
 				      : at == 7 ? r.data.resource_attributes[1]
 						: r.data.extra_attributes[1];
 
-			CHECK(s != NULL && strcmp(s, "ab-cd") == 0);
-			CHECK(otel_process_ctx_read_drop(&r));
+			ck_assert(s != NULL && strcmp(s, "ab-cd") == 0);
+			ck_assert(otel_process_ctx_read_drop(&r));
 		}
 
 		publish(at, true);
 		r = otel_process_ctx_read();
-		CHECK(!r.success);
-		CHECK(r.error_message != NULL && strstr(r.error_message, "NUL") != NULL);
-		CHECK(r.data.service_name == NULL && r.data.resource_attributes == NULL &&
+		ck_assert(!r.success);
+		ck_assert(r.error_message != NULL && strstr(r.error_message, "NUL") != NULL);
+		ck_assert(r.data.service_name == NULL && r.data.resource_attributes == NULL &&
 		      r.data.extra_attributes == NULL);
 		if (r.success)
 			otel_process_ctx_read_drop(&r);
 	}
-	CHECK(otel_thread_ctx_process_unpublish() == OTEL_THREAD_CTX_OK);
-	if (failures)
-		printf("%d failures\n", failures);
-	return failures != 0;
+	ck_assert(otel_thread_ctx_process_unpublish() == OTEL_THREAD_CTX_OK);
+	return 0;
 }

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_compat.h"
 #include "otel_thread_ctx_process.h"
 
@@ -41,14 +41,14 @@ static struct bytes slurp(FILE *f)
 	struct bytes b;
 	long size;
 
-	CHECK(fseek(f, 0, SEEK_END) == 0, "fseek");
+	ck_assert_msg(fseek(f, 0, SEEK_END) == 0, "fseek");
 	size = ftell(f);
-	CHECK(size >= 0, "ftell");
+	ck_assert_msg(size >= 0, "ftell");
 	rewind(f);
 	b.len = (size_t)size;
 	b.data = malloc(b.len + 1);
-	CHECK(b.data != NULL, "malloc");
-	CHECK(fread(b.data, 1, b.len, f) == b.len, "fread");
+	ck_assert_msg(b.data != NULL, "malloc");
+	ck_assert_msg(fread(b.data, 1, b.len, f) == b.len, "fread");
 	b.data[b.len] = '\0';
 	return b;
 }
@@ -62,15 +62,15 @@ static struct bytes protoc_decode(const struct bytes *payload)
 	int status;
 	pid_t pid;
 
-	CHECK(in != NULL && out != NULL, "tmpfile");
-	CHECK(fwrite(payload->data, 1, payload->len, in) == payload->len, "fwrite");
+	ck_assert_msg(in != NULL && out != NULL, "tmpfile");
+	ck_assert_msg(fwrite(payload->data, 1, payload->len, in) == payload->len, "fwrite");
 	fflush(in);
 	rewind(in);
 	snprintf(include, sizeof(include), "-I%s", proto_dir);
 	snprintf(what, sizeof(what), "--decode=%s", MESSAGE);
 	fflush(NULL);
 	pid = fork();
-	CHECK(pid >= 0, "fork");
+	ck_assert_msg(pid >= 0, "fork");
 	if (pid == 0) {
 		char *argv[] = { (char *)protoc, include, what, (char *)PROTO_FILE, NULL };
 
@@ -79,8 +79,8 @@ static struct bytes protoc_decode(const struct bytes *payload)
 		execv(protoc, argv);
 		_exit(127);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "protoc --decode failed (%#x)",
+	ck_assert_msg(waitpid(pid, &status, 0) == pid, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "protoc --decode failed (%#x)",
 	      status);
 	text = slurp(out);
 	fclose(in);
@@ -94,11 +94,11 @@ static struct bytes published_payload(void)
 	struct otel_thread_ctx_process_info info;
 	struct bytes p;
 
-	CHECK_OK(otel_thread_ctx_process_query(&info));
-	CHECK(info.published, "published");
+	ck_assert_int_eq(otel_thread_ctx_process_query(&info), 0);
+	ck_assert_msg(info.published, "published");
 	p.len = info.payload_size;
 	p.data = malloc(p.len + 1);
-	CHECK(p.data != NULL, "malloc");
+	ck_assert_msg(p.data != NULL, "malloc");
 	memcpy(p.data, info.payload, p.len);
 	return p;
 }
@@ -117,7 +117,7 @@ __attribute__((format(printf, 2, 3))) static void add(struct text *t, const char
 	va_start(ap, fmt);
 	n = vsnprintf(t->buf + t->len, sizeof(t->buf) - t->len, fmt, ap);
 	va_end(ap);
-	CHECK(n >= 0 && t->len + (size_t)n < sizeof(t->buf), "expected text too long");
+	ck_assert_msg(n >= 0 && t->len + (size_t)n < sizeof(t->buf), "expected text too long");
 	t->len += (size_t)n;
 }
 
@@ -159,9 +159,9 @@ static void compare(const char *schema)
 	otel_process_ctx_result r;
 
 	r = otel_process_ctx_publish(&data);
-	CHECK(r.success, "compat publish: %s", r.error_message);
+	ck_assert_msg(r.success, "compat publish: %s", r.error_message);
 	compat = published_payload();
-	CHECK(otel_process_ctx_drop_current(), "drop");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop");
 
 	/* The project's API: the key names are registered already (the
 	 * compat publish registered them, as the project's API wants). */
@@ -179,10 +179,10 @@ static void compare(const char *schema)
 	extra_attr.string = extra[1];
 	options.attributes = &extra_attr;
 	options.attribute_count = 1;
-	CHECK(otel_thread_ctx_key_count() == 2, "the key map's two names are registered");
-	CHECK_OK(otel_thread_ctx_process_publish_with(attrs, 9, &options));
+	ck_assert_msg(otel_thread_ctx_key_count() == 2, "the key map's two names are registered");
+	ck_assert_int_eq(otel_thread_ctx_process_publish_with(attrs, 9, &options), 0);
 	native = published_payload();
-	CHECK_OK(otel_thread_ctx_process_unpublish());
+	ck_assert_int_eq(otel_thread_ctx_process_unpublish(), 0);
 
 	memset(&want, 0, sizeof(want));
 	add(&want, "resource {\n");
@@ -203,11 +203,11 @@ static void compare(const char *schema)
 	native_text = protoc_decode(&native);
 	printf("protoc --decode of the compat payload (%zu bytes, schema %s):\n%s", compat.len,
 	       schema, compat_text.data);
-	CHECK(strcmp(compat_text.data, native_text.data) == 0,
+	ck_assert_msg(strcmp(compat_text.data, native_text.data) == 0,
 	      "compat and native payloads decode differently; native:\n%s", native_text.data);
-	CHECK(strcmp(compat_text.data, want.buf) == 0, "not the expected text; expected:\n%s",
+	ck_assert_msg(strcmp(compat_text.data, want.buf) == 0, "not the expected text; expected:\n%s",
 	      want.buf);
-	CHECK(compat.len == native.len && memcmp(compat.data, native.data, compat.len) == 0,
+	ck_assert_msg(compat.len == native.len && memcmp(compat.data, native.data, compat.len) == 0,
 	      "the two payloads are the same bytes");
 	free(compat.data);
 	free(native.data);
@@ -224,7 +224,7 @@ int main(void)
 	proto_dir = getenv("OTEL_TEST_PROTO_DIR");
 	if (protoc == NULL || *protoc == '\0' || access(protoc, X_OK) != 0)
 		skip("protoc not found (Debian package protobuf-compiler)");
-	CHECK(proto_dir != NULL && *proto_dir != '\0', "OTEL_TEST_PROTO_DIR is not set");
+	ck_assert_msg(proto_dir != NULL && *proto_dir != '\0', "OTEL_TEST_PROTO_DIR is not set");
 	/* Each schema version in a process of its own: a fresh key registry. */
 	for (size_t i = 0; i < 2; i++) {
 		int status;
@@ -232,14 +232,14 @@ int main(void)
 
 		fflush(NULL);
 		pid = fork();
-		CHECK(pid >= 0, "fork");
+		ck_assert_msg(pid >= 0, "fork");
 		if (pid == 0) {
 			compare(schemas[i]);
 			fflush(NULL);
 			_exit(0);
 		}
-		CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "schema %s failed", schemas[i]);
+		ck_assert_msg(waitpid(pid, &status, 0) == pid, "waitpid");
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "schema %s failed", schemas[i]);
 		printf("ok: %s\n", schemas[i]);
 	}
 	return 0;

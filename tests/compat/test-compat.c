@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "compat-util.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_compat.h"
 #include "otel_thread_ctx_inspect.h"
 
@@ -89,26 +89,26 @@ static void check_read(const otel_process_ctx_data *want, const char *const *key
 {
 	otel_process_ctx_read_result r = otel_process_ctx_read();
 
-	CHECK(r.success && r.error_message == NULL, "read: %s", r.error_message);
+	ck_assert_msg(r.success && r.error_message == NULL, "read: %s", r.error_message);
 	for (size_t i = 0; i < 7; i++)
-		CHECK(strcmp(semconv_field(&r.data, i), semconv_field(want, i)) == 0,
+		ck_assert_msg(strcmp(semconv_field(&r.data, i), semconv_field(want, i)) == 0,
 		      "read: %s is \"%s\", not \"%s\"", semconv_keys[i], semconv_field(&r.data, i),
 		      semconv_field(want, i));
-	CHECK(r.data.resource_attributes != NULL &&
+	ck_assert_msg(r.data.resource_attributes != NULL &&
 		      same_list(r.data.resource_attributes, want->resource_attributes),
 	      "read: resource_attributes");
-	CHECK(r.data.extra_attributes != NULL &&
+	ck_assert_msg(r.data.extra_attributes != NULL &&
 		      same_list(r.data.extra_attributes, want->extra_attributes),
 	      "read: extra_attributes");
-	CHECK(r.data.thread_ctx_config != NULL, "read: thread_ctx_config");
-	CHECK(strcmp(r.data.thread_ctx_config->schema_version, schema) == 0,
+	ck_assert_msg(r.data.thread_ctx_config != NULL, "read: thread_ctx_config");
+	ck_assert_msg(strcmp(r.data.thread_ctx_config->schema_version, schema) == 0,
 	      "read: schema_version \"%s\"", r.data.thread_ctx_config->schema_version);
-	CHECK(same_list(r.data.thread_ctx_config->attribute_key_map, key_map),
+	ck_assert_msg(same_list(r.data.thread_ctx_config->attribute_key_map, key_map),
 	      "read: attribute_key_map");
-	CHECK(otel_process_ctx_read_drop(&r), "read_drop");
-	CHECK(!r.success && r.error_message != NULL && r.data.service_name == NULL,
+	ck_assert_msg(otel_process_ctx_read_drop(&r), "read_drop");
+	ck_assert_msg(!r.success && r.error_message != NULL && r.data.service_name == NULL,
 	      "a dropped result is marked failed and empty");
-	CHECK(!otel_process_ctx_read_drop(&r), "a dropped result cannot be dropped again");
+	ck_assert_msg(!otel_process_ctx_read_drop(&r), "a dropped result cannot be dropped again");
 }
 
 /* The project's reader finds `want` in process `pid`: the seven fields then
@@ -121,37 +121,37 @@ static void check_project_reader(pid_t pid, const otel_process_ctx_data *want,
 	size_t extra = list_length(want->resource_attributes) / 2;
 	int rc = otel_thread_ctx_inspect_process_read(pid, 0, &s);
 
-	CHECK(rc == OTEL_THREAD_CTX_OK, "otel_thread_ctx_inspect_process_read(%d): %s", (int)pid,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_OK, "otel_thread_ctx_inspect_process_read(%d): %s", (int)pid,
 	      otel_thread_ctx_inspect_strerror(rc));
-	CHECK(s->resource_count == 7 + extra, "%zu resource attributes", s->resource_count);
+	ck_assert_msg(s->resource_count == 7 + extra, "%zu resource attributes", s->resource_count);
 	for (size_t i = 0; i < 7 + extra; i++) {
 		const char *key = i < 7 ? semconv_keys[i] : want->resource_attributes[2 * (i - 7)];
 		const char *value = i < 7 ? semconv_field(want, i) :
 					    want->resource_attributes[2 * (i - 7) + 1];
 
-		CHECK(strcmp(s->resource[i].key, key) == 0, "resource %zu is %s, not %s", i,
+		ck_assert_msg(strcmp(s->resource[i].key, key) == 0, "resource %zu is %s, not %s", i,
 		      s->resource[i].key, key);
-		CHECK(s->resource[i].type == OTEL_THREAD_CTX_PROCESS_STRING &&
+		ck_assert_msg(s->resource[i].type == OTEL_THREAD_CTX_PROCESS_STRING &&
 			      strcmp(s->resource[i].string, value) == 0,
 		      "resource %s = \"%s\"", key, s->resource[i].string);
 	}
-	CHECK(s->attribute_count == list_length(want->extra_attributes) / 2,
+	ck_assert_msg(s->attribute_count == list_length(want->extra_attributes) / 2,
 	      "%zu ProcessContext.attributes besides threadlocal.*", s->attribute_count);
 	for (size_t i = 0; i < s->attribute_count; i++) {
 		const char *key = want->extra_attributes[2 * i];
 		const char *value = want->extra_attributes[2 * i + 1];
 
-		CHECK(strcmp(s->attributes[i].key, key) == 0, "attribute %zu is %s, not %s", i,
+		ck_assert_msg(strcmp(s->attributes[i].key, key) == 0, "attribute %zu is %s, not %s", i,
 		      s->attributes[i].key, key);
-		CHECK(s->attributes[i].type == OTEL_THREAD_CTX_PROCESS_STRING &&
+		ck_assert_msg(s->attributes[i].type == OTEL_THREAD_CTX_PROCESS_STRING &&
 			      strcmp(s->attributes[i].string, value) == 0,
 		      "attribute %s = \"%s\"", key, s->attributes[i].string);
 	}
-	CHECK(s->schema_version != NULL && strcmp(s->schema_version, schema) == 0,
+	ck_assert_msg(s->schema_version != NULL && strcmp(s->schema_version, schema) == 0,
 	      "schema_version");
-	CHECK(s->key_map_present && s->key_count == list_length(key_map), "%zu keys", s->key_count);
+	ck_assert_msg(s->key_map_present && s->key_count == list_length(key_map), "%zu keys", s->key_count);
 	for (size_t i = 0; i < s->key_count; i++)
-		CHECK(strcmp(s->keys[i], key_map[i]) == 0, "key %zu is %s", i, s->keys[i]);
+		ck_assert_msg(strcmp(s->keys[i], key_map[i]) == 0, "key %zu is %s", i, s->keys[i]);
 	otel_thread_ctx_inspect_process_snapshot_free(s);
 }
 
@@ -159,7 +159,7 @@ static struct otel_thread_ctx_process_info query(void)
 {
 	struct otel_thread_ctx_process_info info;
 
-	CHECK_OK(otel_thread_ctx_process_query(&info));
+	ck_assert_int_eq(otel_thread_ctx_process_query(&info), 0);
 	return info;
 }
 
@@ -167,11 +167,11 @@ static void check_read_fails(void)
 {
 	otel_process_ctx_read_result r = otel_process_ctx_read();
 
-	CHECK(!r.success && r.error_message != NULL, "read fails");
-	CHECK(r.data.service_name == NULL && r.data.resource_attributes == NULL &&
+	ck_assert_msg(!r.success && r.error_message != NULL, "read fails");
+	ck_assert_msg(r.data.service_name == NULL && r.data.resource_attributes == NULL &&
 		      r.data.thread_ctx_config == NULL,
 	      "a failed read holds nothing");
-	CHECK(!otel_process_ctx_read_drop(&r), "read_drop of a failed read");
+	ck_assert_msg(!otel_process_ctx_read_drop(&r), "read_drop of a failed read");
 }
 
 /* --- The README's usage ------------------------------------------------------ */
@@ -205,8 +205,8 @@ static void readme_usage(void)
 
 	/* Publish, check the result, read back. */
 	r = otel_process_ctx_publish(&data);
-	CHECK(r.success && r.error_message == NULL, "publish: %s", r.error_message);
-	CHECK(otel_ctx_mappings() == 1, "one OTEL_CTX mapping");
+	ck_assert_msg(r.success && r.error_message == NULL, "publish: %s", r.error_message);
+	ck_assert_msg(otel_ctx_mappings() == 1, "one OTEL_CTX mapping");
 	check_read(&data, key_map, "tlsdesc_v1_dev");
 	check_project_reader(0, &data, key_map, "tlsdesc_v1_dev");
 	first = query();
@@ -216,44 +216,44 @@ static void readme_usage(void)
 	data.resource_attributes = resource2;
 	data.extra_attributes = extra2;
 	r = otel_process_ctx_publish(&data);
-	CHECK(r.success, "publish again: %s", r.error_message);
+	ck_assert_msg(r.success, "publish again: %s", r.error_message);
 	second = query();
-	CHECK(second.mapping == first.mapping, "the same mapping is updated");
-	CHECK(second.monotonic_published_at_ns > first.monotonic_published_at_ns,
+	ck_assert_msg(second.mapping == first.mapping, "the same mapping is updated");
+	ck_assert_msg(second.monotonic_published_at_ns > first.monotonic_published_at_ns,
 	      "with a newer timestamp");
-	CHECK(otel_ctx_mappings() == 1, "still one mapping");
+	ck_assert_msg(otel_ctx_mappings() == 1, "still one mapping");
 	check_read(&data, key_map, "tlsdesc_v1_dev");
 	check_project_reader(0, &data, key_map, "tlsdesc_v1_dev");
 
 	/* A forked child inherits nothing and publishes its own. */
-	CHECK(pipe(ready) == 0 && pipe(done) == 0, "pipe");
+	ck_assert_msg(pipe(ready) == 0 && pipe(done) == 0, "pipe");
 	fflush(NULL);
 	child = fork();
-	CHECK(child >= 0, "fork");
+	ck_assert_msg(child >= 0, "fork");
 	if (child == 0) {
 		otel_process_ctx_data mine = data;
 
 		close(ready[0]);
 		close(done[1]);
-		CHECK(otel_ctx_mappings() == 0, "the child has no mapping");
+		ck_assert_msg(otel_ctx_mappings() == 0, "the child has no mapping");
 		check_read_fails();
 		mine.service_instance_id = "child-instance";
 		r = otel_process_ctx_publish(&mine);
-		CHECK(r.success, "the child publishes: %s", r.error_message);
-		CHECK(otel_ctx_mappings() == 1, "the child has its own mapping");
+		ck_assert_msg(r.success, "the child publishes: %s", r.error_message);
+		ck_assert_msg(otel_ctx_mappings() == 1, "the child has its own mapping");
 		check_read(&mine, key_map, "tlsdesc_v1_dev");
 		check_project_reader(0, &mine, key_map, "tlsdesc_v1_dev");
-		CHECK(write(ready[1], "p", 1) == 1, "tell the parent");
-		CHECK(read(done[0], &byte, 1) == 0, "wait for the parent");
-		CHECK(otel_process_ctx_drop_current(), "the child drops");
-		CHECK(otel_ctx_mappings() == 0, "the child's mapping is gone");
+		ck_assert_msg(write(ready[1], "p", 1) == 1, "tell the parent");
+		ck_assert_msg(read(done[0], &byte, 1) == 0, "wait for the parent");
+		ck_assert_msg(otel_process_ctx_drop_current(), "the child drops");
+		ck_assert_msg(otel_ctx_mappings() == 0, "the child's mapping is gone");
 		check_read_fails();
 		fflush(NULL);
 		_exit(0);
 	}
 	close(ready[1]);
 	close(done[0]);
-	CHECK(read(ready[0], &byte, 1) == 1, "the child published");
+	ck_assert_msg(read(ready[0], &byte, 1) == 1, "the child published");
 	if (remote) {
 		otel_process_ctx_data theirs = data;
 
@@ -261,17 +261,17 @@ static void readme_usage(void)
 		check_project_reader(child, &theirs, key_map, "tlsdesc_v1_dev");
 	}
 	check_read(&data, key_map, "tlsdesc_v1_dev");
-	CHECK(query().mapping == first.mapping, "the parent's mapping is untouched");
+	ck_assert_msg(query().mapping == first.mapping, "the parent's mapping is untouched");
 	close(done[1]);
-	CHECK(waitpid(child, &status, 0) == child, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks passed");
+	ck_assert_msg(waitpid(child, &status, 0) == child, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks passed");
 	close(ready[0]);
 
 	/* Drop. */
-	CHECK(otel_process_ctx_drop_current(), "drop_current");
-	CHECK(otel_ctx_mappings() == 0, "no mapping after drop");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop_current");
+	ck_assert_msg(otel_ctx_mappings() == 0, "no mapping after drop");
 	check_read_fails();
-	CHECK(otel_process_ctx_drop_current(), "drop_current with nothing published");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop_current with nothing published");
 }
 
 /* --- Errors ------------------------------------------------------------------- */
@@ -293,15 +293,15 @@ static void check_refused(const otel_process_ctx_data *d, const char *words)
 	unsigned int keys = otel_thread_ctx_key_count();
 	otel_process_ctx_result r = otel_process_ctx_publish(d);
 
-	CHECK(!r.success && r.error_message != NULL, "publish must fail (%s)", words);
-	CHECK(strstr(r.error_message, words) != NULL, "message \"%s\" says \"%s\"",
+	ck_assert_msg(!r.success && r.error_message != NULL, "publish must fail (%s)", words);
+	ck_assert_msg(strstr(r.error_message, words) != NULL, "message \"%s\" says \"%s\"",
 	      r.error_message, words);
 	after = query();
-	CHECK(after.published == before.published && after.mapping == before.mapping &&
+	ck_assert_msg(after.published == before.published && after.mapping == before.mapping &&
 		      after.monotonic_published_at_ns == before.monotonic_published_at_ns &&
 		      after.payload == before.payload,
 	      "a refused publish changes nothing (%s)", words);
-	CHECK(otel_thread_ctx_key_count() == keys, "no key name registered (%s)", words);
+	ck_assert_msg(otel_thread_ctx_key_count() == keys, "no key name registered (%s)", words);
 }
 
 static void errors(void)
@@ -328,14 +328,14 @@ static void errors(void)
 
 	/* Nothing published yet. */
 	check_read_fails();
-	CHECK(!otel_process_ctx_read_drop(NULL), "read_drop(NULL)");
-	CHECK(!otel_process_ctx_publish(NULL).success, "publish(NULL)");
-	CHECK(otel_process_ctx_publish(NULL).error_message != NULL, "publish(NULL) says why");
+	ck_assert_msg(!otel_process_ctx_read_drop(NULL), "read_drop(NULL)");
+	ck_assert_msg(!otel_process_ctx_publish(NULL).success, "publish(NULL)");
+	ck_assert_msg(otel_process_ctx_publish(NULL).error_message != NULL, "publish(NULL) says why");
 
 	/* A publication for the refused ones to leave alone. */
 	d = base_data();
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish: %s", r.error_message);
+	ck_assert_msg(r.success, "publish: %s", r.error_message);
 
 	for (size_t i = 0; i < 7; i++) {
 		d = base_data();
@@ -360,12 +360,12 @@ static void errors(void)
 	/* Not a resource attribute: the same key as one is allowed. */
 	d.extra_attributes = twice_semconv;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "an extra attribute named like a resource one: %s", r.error_message);
+	ck_assert_msg(r.success, "an extra attribute named like a resource one: %s", r.error_message);
 	check_read(&d, empty_list, "tlsdesc_v1_dev");
 	d = base_data();
 	d.extra_attributes = pair;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish: %s", r.error_message);
+	ck_assert_msg(r.success, "publish: %s", r.error_message);
 	d = base_data();
 	d.resource_attributes = twice_semconv;
 	check_refused(&d, "twice");
@@ -404,7 +404,7 @@ static void errors(void)
 
 	/* Too big for the 65,536-byte payload. */
 	big = malloc(70000);
-	CHECK(big != NULL, "malloc");
+	ck_assert_msg(big != NULL, "malloc");
 	memset(big, 'v', 69999);
 	big[69999] = '\0';
 	d = base_data();
@@ -421,9 +421,9 @@ static void errors(void)
 	config.attribute_key_map = NULL;
 	d.thread_ctx_config = &config;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "empty strings and lists: %s", r.error_message);
+	ck_assert_msg(r.success, "empty strings and lists: %s", r.error_message);
 	check_read(&d, empty_list, "tlsdesc_v1_dev");
-	CHECK(otel_process_ctx_drop_current(), "drop");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop");
 }
 
 /* --- The key map and the key registry ---------------------------------------- */
@@ -445,40 +445,40 @@ static void key_map_and_registry(void)
 	otel_process_ctx_result r;
 
 	/* A name registered by the project's API first: the map agrees. */
-	CHECK_OK(otel_thread_ctx_key_register("http.route", &idx));
-	CHECK(idx == 0, "index 0");
+	ck_assert_int_eq(otel_thread_ctx_key_register("http.route", &idx), 0);
+	ck_assert_msg(idx == 0, "index 0");
 	d.thread_ctx_config = &config;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish with a key map: %s", r.error_message);
-	CHECK(otel_thread_ctx_key_count() == 2 &&
+	ck_assert_msg(r.success, "publish with a key map: %s", r.error_message);
+	ck_assert_msg(otel_thread_ctx_key_count() == 2 &&
 		      strcmp(otel_thread_ctx_key_name(1), "user.id") == 0,
 	      "the map's names are registered in order");
 	check_project_reader(0, &d, map, "tlsdesc_v1_dev");
 
 	/* A thread record written with the map's indices reads back with its
 	 * names. */
-	CHECK_OK(otel_thread_ctx_create(&ctx));
-	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "42", 2));
-	CHECK_OK(otel_thread_ctx_set_attr(ctx, 0, "/users/:id", 10));
-	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	ck_assert_int_eq(otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_attr(ctx, 1, "42", 2), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_attr(ctx, 0, "/users/:id", 10), 0);
+	ck_assert_int_eq(otel_thread_ctx_attach(ctx, NULL), 0);
 	otel_thread_ctx_destroy(ctx);
-	CHECK_OK(otel_thread_ctx_read(&rec));
+	ck_assert_int_eq(otel_thread_ctx_read(&rec), 0);
 	otel_thread_ctx_attr_iter_init(&it, &rec);
 	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
 		const char *name = otel_thread_ctx_key_name(a.key);
 
 		if (a.key == 0)
-			CHECK(strcmp(name, "http.route") == 0 && a.len == 10 &&
+			ck_assert_msg(strcmp(name, "http.route") == 0 && a.len == 10 &&
 				      memcmp(a.value, "/users/:id", 10) == 0,
 			      "attribute 0 is http.route");
 		else
-			CHECK(a.key == 1 && strcmp(name, "user.id") == 0 && a.len == 2 &&
+			ck_assert_msg(a.key == 1 && strcmp(name, "user.id") == 0 && a.len == 2 &&
 				      memcmp(a.value, "42", 2) == 0,
 			      "attribute 1 is user.id");
 		seen++;
 	}
-	CHECK(seen == 2 && it.unmapped == 0, "both attributes are named");
-	CHECK_OK(otel_thread_ctx_detach(NULL));
+	ck_assert_msg(seen == 2 && it.unmapped == 0, "both attributes are named");
+	ck_assert_int_eq(otel_thread_ctx_detach(NULL), 0);
 
 	/* Another name where the registry holds one: refused. */
 	config.attribute_key_map = map_conflict;
@@ -486,21 +486,21 @@ static void key_map_and_registry(void)
 	/* A longer map that starts with the registry's names. */
 	config.attribute_key_map = map_longer;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "a longer map: %s", r.error_message);
-	CHECK(otel_thread_ctx_key_count() == 3, "3 names");
+	ck_assert_msg(r.success, "a longer map: %s", r.error_message);
+	ck_assert_msg(otel_thread_ctx_key_count() == 3, "3 names");
 	/* The registry may hold more than the map (another component's
 	 * names): the map's indices still hold, the published map is the
 	 * registry's. */
-	CHECK_OK(otel_thread_ctx_key_register("later", &idx));
-	CHECK(idx == 3, "index 3");
+	ck_assert_int_eq(otel_thread_ctx_key_register("later", &idx), 0);
+	ck_assert_msg(idx == 3, "index 3");
 	config.attribute_key_map = map;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "a shorter map: %s", r.error_message);
+	ck_assert_msg(r.success, "a shorter map: %s", r.error_message);
 	check_read(&d, registry4, "tlsdesc_v1_dev");
 	/* A name the registry holds at another index: refused. */
 	config.attribute_key_map = map_later;
 	check_refused(&d, "disagrees with the key registry");
-	CHECK(otel_process_ctx_drop_current(), "drop");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop");
 }
 
 /* --- Shared with the project's own API --------------------------------------- */
@@ -525,43 +525,43 @@ static void with_native_api(void)
 	native[1].key = "process.pid";
 	native[1].type = OTEL_THREAD_CTX_PROCESS_INT;
 	native[1].int_value = 42;
-	CHECK_OK(otel_thread_ctx_process_publish(native, 2));
+	ck_assert_int_eq(otel_thread_ctx_process_publish(native, 2), 0);
 	mapping = query().mapping;
 	rr = otel_process_ctx_read();
-	CHECK(!rr.success && strstr(rr.error_message, "not a string") != NULL, "read: %s",
+	ck_assert_msg(!rr.success && strstr(rr.error_message, "not a string") != NULL, "read: %s",
 	      rr.error_message);
-	CHECK_OK(otel_thread_ctx_process_update(native, 1));
+	ck_assert_int_eq(otel_thread_ctx_process_update(native, 1), 0);
 	rr = otel_process_ctx_read();
-	CHECK(!rr.success && strstr(rr.error_message, "lacks") != NULL, "read: %s",
+	ck_assert_msg(!rr.success && strstr(rr.error_message, "lacks") != NULL, "read: %s",
 	      rr.error_message);
 
 	/* publish replaces it, in the same mapping. */
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish over the native context: %s", r.error_message);
-	CHECK(query().mapping == mapping, "updated in place");
+	ck_assert_msg(r.success, "publish over the native context: %s", r.error_message);
+	ck_assert_msg(query().mapping == mapping, "updated in place");
 	check_read(&d, empty_list, "tlsdesc_v1_dev");
 
 	/* Another schema version: a new publication. */
 	d.thread_ctx_config = &tls_v1;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish with tls_v1: %s", r.error_message);
+	ck_assert_msg(r.success, "publish with tls_v1: %s", r.error_message);
 	check_read(&d, empty_list, "tls_v1");
 	check_project_reader(0, &d, empty_list, "tls_v1");
 	mapping = query().mapping;
 	d.service_version = "2.0";
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish again with tls_v1: %s", r.error_message);
-	CHECK(query().mapping == mapping, "the same schema version updates in place");
+	ck_assert_msg(r.success, "publish again with tls_v1: %s", r.error_message);
+	ck_assert_msg(query().mapping == mapping, "the same schema version updates in place");
 	check_read(&d, empty_list, "tls_v1");
 	d.thread_ctx_config = NULL;
 	r = otel_process_ctx_publish(&d);
-	CHECK(r.success, "publish without thread_ctx_config: %s", r.error_message);
+	ck_assert_msg(r.success, "publish without thread_ctx_config: %s", r.error_message);
 	check_read(&d, empty_list, "tlsdesc_v1_dev");
 
 	/* drop_current withdraws it for the project's API too. */
-	CHECK(otel_process_ctx_drop_current(), "drop");
-	CHECK_OK(otel_thread_ctx_process_query(&info));
-	CHECK(!info.published, "nothing published");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop");
+	ck_assert_int_eq(otel_thread_ctx_process_query(&info), 0);
+	ck_assert_msg(!info.published, "nothing published");
 }
 
 /* --- Threads ------------------------------------------------------------------ */
@@ -581,10 +581,10 @@ static void *publisher(void *arg)
 		snprintf(version, sizeof(version), "%d.%d", (int)(intptr_t)arg, i);
 		d.service_version = version;
 		r = otel_process_ctx_publish(&d);
-		CHECK(r.success, "concurrent publish: %s", r.error_message);
+		ck_assert_msg(r.success, "concurrent publish: %s", r.error_message);
 		rr = otel_process_ctx_read();
-		CHECK(rr.success, "concurrent read: %s", rr.error_message);
-		CHECK(otel_process_ctx_read_drop(&rr), "read_drop");
+		ck_assert_msg(rr.success, "concurrent read: %s", rr.error_message);
+		ck_assert_msg(otel_process_ctx_read_drop(&rr), "read_drop");
 	}
 	return NULL;
 }
@@ -596,11 +596,11 @@ static void threads(void)
 	pthread_t t[4];
 
 	for (intptr_t i = 0; i < 4; i++)
-		CHECK(pthread_create(&t[i], NULL, publisher, (void *)i) == 0, "pthread_create");
+		ck_assert_msg(pthread_create(&t[i], NULL, publisher, (void *)i) == 0, "pthread_create");
 	for (int i = 0; i < 4; i++)
-		CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
-	CHECK(otel_ctx_mappings() == 1, "one mapping");
-	CHECK(otel_process_ctx_drop_current(), "drop");
+		ck_assert_msg(pthread_join(t[i], NULL) == 0, "pthread_join");
+	ck_assert_msg(otel_ctx_mappings() == 1, "one mapping");
+	ck_assert_msg(otel_process_ctx_drop_current(), "drop");
 }
 
 static void run_case(const char *name, void (*fn)(void))
@@ -610,14 +610,14 @@ static void run_case(const char *name, void (*fn)(void))
 
 	fflush(NULL);
 	pid = fork();
-	CHECK(pid >= 0, "fork");
+	ck_assert_msg(pid >= 0, "fork");
 	if (pid == 0) {
 		fn();
 		fflush(NULL);
 		_exit(0);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %s failed (status %#x)", name,
+	ck_assert_msg(waitpid(pid, &status, 0) == pid, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %s failed (status %#x)", name,
 	      status);
 	printf("ok %s\n", name);
 }

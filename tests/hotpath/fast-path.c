@@ -24,14 +24,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "testenv.h"
 #include "thread_pointer.h"
 
 intptr_t otel__thread_state_offset(void);
 
-#define EXPECT(cond) CHECK(cond, "%s", #cond)
+#define EXPECT(cond) ck_assert_msg(cond, "%s", #cond)
 
 /* What the code under test provides: this program's archive, or the
  * plugin's. */

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_inspect.h"
 
 /* src/inspect/inspect.h (the static inspector library holds it). */
@@ -49,7 +49,7 @@ static int image_read(uint64_t addr, uint64_t *v)
 
 static void image_write(uint64_t addr, uint64_t v)
 {
-	CHECK(addr >= IMAGE_BASE && addr - IMAGE_BASE <= sizeof(image) - sizeof(v),
+	ck_assert_msg(addr >= IMAGE_BASE && addr - IMAGE_BASE <= sizeof(image) - sizeof(v),
 	      "the image has no address 0x%llx", (unsigned long long)addr);
 	memcpy(image + (addr - IMAGE_BASE), &v, sizeof(v));
 }
@@ -145,9 +145,9 @@ static int walk(const struct otel_thread_ctx_bpf_proc *proc, uint32_t id, uint64
 
 		rc = otel_thread_ctx_bpf_walk_next(&w, proc, &m, v, failed);
 	}
-	CHECK(rc != OTEL_THREAD_CTX_BPF_WALK_READ, "module %u: the walk asks for more than %d reads",
+	ck_assert_msg(rc != OTEL_THREAD_CTX_BPF_WALK_READ, "module %u: the walk asks for more than %d reads",
 	      id, OTEL_THREAD_CTX_BPF_WALK_READS);
-	CHECK(rc != OTEL_THREAD_CTX_BPF_OK || w.record == RECORD_OF(id),
+	ck_assert_msg(rc != OTEL_THREAD_CTX_BPF_OK || w.record == RECORD_OF(id),
 	      "module %u: record 0x%llx read, not 0x%llx", id, (unsigned long long)w.record,
 	      (unsigned long long)RECORD_OF(id));
 	*slot = w.slot;
@@ -162,22 +162,22 @@ static void check_libc(int libc)
 	int rc;
 
 	otel__inspect_dtv_layout(libc, &proc);
-	CHECK(proc.dtv_entry_size != 0, "%s: the inspector has no DTV layout", l.name);
+	ck_assert_msg(proc.dtv_entry_size != 0, "%s: the inspector has no DTV layout", l.name);
 	build(&l);
 	reads_outside = 0;
 	for (uint32_t id = 1; id <= COUNT; id++) {
 		rc = walk(&proc, id, &slot);
-		CHECK(rc == OTEL_THREAD_CTX_BPF_OK && slot == BLOCKS + id * 0x40 + SLOT_OFFSET,
+		ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_OK && slot == BLOCKS + id * 0x40 + SLOT_OFFSET,
 		      "%s: module %u of %u: status %d, slot 0x%llx, not 0x%llx", l.name, id, COUNT, rc,
 		      (unsigned long long)slot, (unsigned long long)(BLOCKS + id * 0x40 + SLOT_OFFSET));
 	}
 	/* One past the count: the thread's DTV predates the module. */
 	rc = walk(&proc, COUNT + 1, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module %u of %u: status %d, not NO_TLS", l.name,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module %u of %u: status %d, not NO_TLS", l.name,
 	      COUNT + 1, COUNT, rc);
 	rc = walk(&proc, 0, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module 0: status %d, not NO_TLS", l.name, rc);
-	CHECK(reads_outside == 0, "%s: %lu reads outside the image", l.name, reads_outside);
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module 0: status %d, not NO_TLS", l.name, rc);
+	ck_assert_msg(reads_outside == 0, "%s: %lu reads outside the image", l.name, reads_outside);
 
 	if (libc == OTEL_THREAD_CTX_INSPECT_LIBC_GLIBC) {
 		/* The DTV's generation (dtv[0]) against the module's: an
@@ -185,35 +185,35 @@ static void check_libc(int libc)
 		image_write(l.dtv, 7);
 		walk_dtv_gen = 8;
 		rc = walk(&proc, 1, &slot);
-		CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: generation 7 < 8: status %d", l.name, rc);
+		ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: generation 7 < 8: status %d", l.name, rc);
 		walk_dtv_gen = 7;
 		rc = walk(&proc, 1, &slot);
-		CHECK(rc == OTEL_THREAD_CTX_BPF_OK, "%s: generation 7 >= 7: status %d", l.name, rc);
+		ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_OK, "%s: generation 7 >= 7: status %d", l.name, rc);
 		walk_dtv_gen = 0;
 	}
 
 	/* A block not allocated yet. */
 	image_write(l.dtv + 2 * l.entry, l.unallocated);
 	rc = walk(&proc, 2, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: an unallocated block (0x%llx): status %d", l.name,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: an unallocated block (0x%llx): status %d", l.name,
 	      (unsigned long long)l.unallocated, rc);
 
 	/* A count that says fewer modules: the same entry is now past it. */
 	image_write(l.count_addr, COUNT - 2);
 	rc = walk(&proc, COUNT, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module %u of %u: status %d, not NO_TLS", l.name,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_NO_TLS, "%s: module %u of %u: status %d, not NO_TLS", l.name,
 	      COUNT, COUNT - 2, rc);
 	rc = walk(&proc, COUNT - 2, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_OK, "%s: module %u of %u: status %d", l.name, COUNT - 2,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_OK, "%s: module %u of %u: status %d", l.name, COUNT - 2,
 	      COUNT - 2, rc);
 
 	/* A DTV pointer into unmapped memory, and none. */
 	image_write(TP + (uint64_t)l.dtv_at, IMAGE_BASE + sizeof(image) + 0x1000);
 	rc = walk(&proc, 1, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_UNREADABLE, "%s: an unreadable DTV: status %d", l.name, rc);
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_UNREADABLE, "%s: an unreadable DTV: status %d", l.name, rc);
 	image_write(TP + (uint64_t)l.dtv_at, 0);
 	rc = walk(&proc, 1, &slot);
-	CHECK(rc == OTEL_THREAD_CTX_BPF_UNREADABLE, "%s: no DTV: status %d", l.name, rc);
+	ck_assert_msg(rc == OTEL_THREAD_CTX_BPF_UNREADABLE, "%s: no DTV: status %d", l.name, rc);
 	printf("%s: modules 1 to %u of a %u-entry DTV found, %u and 0 not; unallocated blocks and "
 	       "unreadable DTVs refused\n",
 	       l.name, COUNT, COUNT, COUNT + 1);

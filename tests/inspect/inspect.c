@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "expected.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx_inspect.h"
 #include "testenv.h"
 
@@ -76,10 +76,10 @@ static void start_target(struct target *t, char **argv, const char *mode)
 	if (mode != NULL)
 		args[argc++] = (char *)mode;
 	args[argc] = NULL;
-	CHECK(pipe(in) == 0 && pipe(out) == 0, "pipe");
+	ck_assert_msg(pipe(in) == 0 && pipe(out) == 0, "pipe");
 	fflush(NULL);
 	t->pid = fork();
-	CHECK(t->pid >= 0, "fork");
+	ck_assert_msg(t->pid >= 0, "fork");
 	if (t->pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
@@ -92,16 +92,16 @@ static void start_target(struct target *t, char **argv, const char *mode)
 	close(out[1]);
 	t->in = in[1];
 	t->out = out[0];
-	CHECK(read_line(t->out, line, sizeof(line)),
+	ck_assert_msg(read_line(t->out, line, sizeof(line)),
 	      "the target ended before it was ready (see its stderr)");
-	CHECK(strncmp(line, "ready", 5) == 0, "target said \"%s\"", line);
+	ck_assert_msg(strncmp(line, "ready", 5) == 0, "target said \"%s\"", line);
 	t->n = 0;
 	p = line + 5;
 	while (*p == ' ' && t->n < EXPECTED_MAX_THREADS) {
 		char *end;
 
 		t->tid[t->n] = (pid_t)strtol(p + 1, &end, 10);
-		CHECK(*end == ':', "bad ready line \"%s\"", line);
+		ck_assert_msg(*end == ':', "bad ready line \"%s\"", line);
 		t->slot[t->n] = strtoull(end + 1, &p, 16);
 		t->n++;
 	}
@@ -116,8 +116,8 @@ static void end_target(struct target *t, char *last, size_t size)
 	close(t->in);
 	if (last != NULL)
 		(void)read_line(t->out, last, size);
-	CHECK(waitpid(t->pid, &status, 0) == t->pid, "waitpid: %s", strerror(errno));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	ck_assert_msg(waitpid(t->pid, &status, 0) == t->pid, "waitpid: %s", strerror(errno));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the target did not end well after the inspection (status 0x%x)", status);
 	close(t->out);
 }
@@ -133,9 +133,9 @@ static otel_thread_ctx_inspector *open_checked(const struct target *t, const cha
 	const struct otel_thread_ctx_inspect_info *info;
 	int rc = otel_thread_ctx_inspect_open(t->pid, &insp);
 
-	CHECK(rc == 0, "inspect_open: %s", otel_thread_ctx_strerror(rc));
+	ck_assert_msg(rc == 0, "inspect_open: %s", otel_thread_ctx_strerror(rc));
 	info = otel_thread_ctx_inspect_info(insp);
-	CHECK(info != NULL && info->pid == t->pid && info->module_count >= 1, "info");
+	ck_assert_msg(info != NULL && info->pid == t->pid && info->module_count >= 1, "info");
 	printf("slot in %s: %s", info->modules[0].path,
 	       otel_thread_ctx_inspect_model_name(info->modules[0].model));
 	if (info->modules[0].model == OTEL_THREAD_CTX_INSPECT_TLSDESC_DYNAMIC ||
@@ -147,7 +147,7 @@ static otel_thread_ctx_inspector *open_checked(const struct target *t, const cha
 	if (strcmp(model, "-") != 0) {
 		size_t n = strcspn(model, ",");
 
-		CHECK(strlen(otel_thread_ctx_inspect_model_name(info->modules[0].model)) == n &&
+		ck_assert_msg(strlen(otel_thread_ctx_inspect_model_name(info->modules[0].model)) == n &&
 			      strncmp(otel_thread_ctx_inspect_model_name(info->modules[0].model), model,
 				      n) == 0,
 		      "model %s, expected %s",
@@ -155,7 +155,7 @@ static otel_thread_ctx_inspector *open_checked(const struct target *t, const cha
 		/* ",far": the static offset is more than 1 MiB from the thread
 		 * pointer (the executable's 2 MiB of TLS lie in between). */
 		if (strcmp(model + n, ",far") == 0)
-			CHECK(info->modules[0].tp_offset > (1 << 20) ||
+			ck_assert_msg(info->modules[0].tp_offset > (1 << 20) ||
 				      info->modules[0].tp_offset < -(1 << 20),
 			      "the slot is %+lld bytes from the thread pointer, not beyond 1 MiB",
 			      (long long)info->modules[0].tp_offset);
@@ -167,16 +167,16 @@ static void check_keys(otel_thread_ctx_inspector *insp)
 {
 	const struct otel_thread_ctx_inspect_info *info = otel_thread_ctx_inspect_info(insp);
 
-	CHECK(info->process_ctx_status == 0, "process context: %s",
+	ck_assert_msg(info->process_ctx_status == 0, "process context: %s",
 	      otel_thread_ctx_strerror(info->process_ctx_status));
 	for (unsigned k = 0; k < EXPECTED_KEYS; k++) {
 		const char *name = otel_thread_ctx_inspect_key_name(insp, k);
 
-		CHECK(name != NULL && strcmp(name, expected_key_name(k)) == 0,
+		ck_assert_msg(name != NULL && strcmp(name, expected_key_name(k)) == 0,
 		      "key %u is \"%s\", expected \"%s\"", k, name ? name : "(none)",
 		      expected_key_name(k));
 	}
-	CHECK(otel_thread_ctx_inspect_key_name(insp, EXPECTED_KEYS) == NULL, "a key too many");
+	ck_assert_msg(otel_thread_ctx_inspect_key_name(insp, EXPECTED_KEYS) == NULL, "a key too many");
 }
 
 static const struct otel_thread_ctx_inspect_thread *
@@ -185,7 +185,7 @@ find(const struct otel_thread_ctx_inspect_thread *th, size_t n, pid_t tid)
 	for (size_t i = 0; i < n; i++)
 		if (th[i].tid == tid)
 			return &th[i];
-	mt_fail(__FILE__, __LINE__, "thread %d not listed", (int)tid);
+	ck_abort_msg("thread %d not listed", (int)tid);
 }
 
 /* The effective value of `key` in a record as published, every index (the
@@ -216,23 +216,23 @@ static void check_record(const struct otel_thread_ctx_inspect_thread *t, int i)
 	unsigned k = 0;
 
 	expected_for(i, &e);
-	CHECK(t->status == 0, "thread %d (%s): %s", (int)t->tid, t->name,
+	ck_assert_msg(t->status == 0, "thread %d (%s): %s", (int)t->tid, t->name,
 	      otel_thread_ctx_strerror(t->status));
-	CHECK(memcmp(t->record.trace_id, e.trace_id, 16) == 0, "thread %d: trace id", i);
-	CHECK(memcmp(t->record.span_id, e.span_id, 8) == 0, "thread %d: span id", i);
-	CHECK(t->record.trace_flags == e.flags, "thread %d: flags %u", i, t->record.trace_flags);
-	CHECK(t->anomalies == 0, "thread %d: anomalies 0x%x", i, t->anomalies);
+	ck_assert_msg(memcmp(t->record.trace_id, e.trace_id, 16) == 0, "thread %d: trace id", i);
+	ck_assert_msg(memcmp(t->record.span_id, e.span_id, 8) == 0, "thread %d: span id", i);
+	ck_assert_msg(t->record.trace_flags == e.flags, "thread %d: flags %u", i, t->record.trace_flags);
+	ck_assert_msg(t->anomalies == 0, "thread %d: anomalies 0x%x", i, t->anomalies);
 	/* The record as published, every index (the key map's rule is the
 	 * CLI's, checked by cli.py). */
 	otel_thread_ctx_attr_iter_init_map(&it, &t->record, OTEL_THREAD_CTX_KEY_MAX + 1);
 	while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
-		CHECK(k < e.nattrs, "thread %d: more attributes than published", i);
-		CHECK(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
+		ck_assert_msg(k < e.nattrs, "thread %d: more attributes than published", i);
+		ck_assert_msg(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
 			      memcmp(a.value, e.attrs[k].value, a.len) == 0,
 		      "thread %d: attribute %u differs (key %u, %u bytes)", i, k, a.key, a.len);
 		k++;
 	}
-	CHECK(k == e.nattrs, "thread %d: %u attributes, expected %u", i, k, e.nattrs);
+	ck_assert_msg(k == e.nattrs, "thread %d: %u attributes, expected %u", i, k, e.nattrs);
 }
 
 /* The inspector's own attribute walk (no writer needed) names what the
@@ -251,8 +251,8 @@ static void check_inspect_walk(const otel_thread_ctx_inspector *insp,
 	while (otel_thread_ctx_inspect_attr_iter_next(&it, &a) == 0) {
 		while (k < e.nattrs && e.attrs[k].key >= kc)
 			k++;
-		CHECK(k < e.nattrs, "thread %d: the inspector's walk gives more than was named", i);
-		CHECK(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
+		ck_assert_msg(k < e.nattrs, "thread %d: the inspector's walk gives more than was named", i);
+		ck_assert_msg(a.key == e.attrs[k].key && a.len == strlen(e.attrs[k].value) &&
 			      memcmp(a.value, e.attrs[k].value, a.len) == 0,
 		      "thread %d: the inspector's walk: attribute %u differs", i, k);
 		k++;
@@ -261,16 +261,16 @@ static void check_inspect_walk(const otel_thread_ctx_inspector *insp,
 	for (unsigned int j = 0; j < e.nattrs; j++)
 		if (e.attrs[j].key < kc)
 			named--;
-	CHECK(named == 0, "thread %d: the inspector's walk missed a named attribute", i);
+	ck_assert_msg(named == 0, "thread %d: the inspector's walk missed a named attribute", i);
 	for (unsigned int j = 0; j < e.nattrs; j++)
 		if (e.attrs[j].key >= kc)
 			named++;
-	CHECK(it.unmapped == named, "thread %d: %u unmapped, expected %u", i, it.unmapped, named);
+	ck_assert_msg(it.unmapped == named, "thread %d: %u unmapped, expected %u", i, it.unmapped, named);
 	otel_thread_ctx_inspect_attr_iter_init(&it, NULL, &t->record);
-	CHECK(otel_thread_ctx_inspect_attr_iter_next(&it, &a) == OTEL_THREAD_CTX_ENOATTR &&
+	ck_assert_msg(otel_thread_ctx_inspect_attr_iter_next(&it, &a) == OTEL_THREAD_CTX_ENOATTR &&
 		      it.unmapped == e.nattrs,
 	      "thread %d: without an inspector every entry is unmapped", i);
-	CHECK(otel_thread_ctx_inspect_attr_iter_next(&it, NULL) == OTEL_THREAD_CTX_ENULL,
+	ck_assert_msg(otel_thread_ctx_inspect_attr_iter_next(&it, NULL) == OTEL_THREAD_CTX_ENULL,
 	      "the walk: NULL out is ENULL");
 }
 
@@ -283,30 +283,30 @@ static void run_values(char **argv, const char *model, const char *mode)
 	char name[16];
 
 	start_target(&t, argv, mode);
-	CHECK(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
+	ck_assert_msg(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
 	insp = open_checked(&t, model);
 	if (strcmp(mode, "values") == 0)
 		check_keys(insp);
-	CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+	ck_assert_msg(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
 	/* (and, under TSan, its background thread) */
-	CHECK(n >= EXPECTED_THREADS + 1, "%zu threads listed", n);
+	ck_assert_msg(n >= EXPECTED_THREADS + 1, "%zu threads listed", n);
 	for (int i = 0; i < t.n; i++) {
 		const struct otel_thread_ctx_inspect_thread *r = find(th, n, t.tid[i]);
 
 		expected_name(i, name);
-		CHECK(strcmp(r->name, name) == 0, "thread %d named \"%s\"", i, r->name);
+		ck_assert_msg(strcmp(r->name, name) == 0, "thread %d named \"%s\"", i, r->name);
 		if (i == EXPECTED_IDLE) {
-			CHECK(r->status == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
+			ck_assert_msg(r->status == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
 			      otel_thread_ctx_strerror(r->status));
 			continue;
 		}
 		check_record(r, i);
 		check_inspect_walk(insp, r, i);
-		CHECK(r->slot_address == t.slot[i], "thread %d: slot at 0x%llx, the loader says 0x%llx",
+		ck_assert_msg(r->slot_address == t.slot[i], "thread %d: slot at 0x%llx, the loader says 0x%llx",
 		      i, (unsigned long long)r->slot_address, (unsigned long long)t.slot[i]);
 	}
 	/* The main thread publishes nothing. */
-	CHECK(find(th, n, t.pid)->status == OTEL_THREAD_CTX_ENOCTX, "main thread");
+	ck_assert_msg(find(th, n, t.pid)->status == OTEL_THREAD_CTX_ENOCTX, "main thread");
 	otel_thread_ctx_inspect_close(insp);
 	finish_target(&t);
 	printf("%d threads read exactly as published\n", EXPECTED_THREADS - 1);
@@ -350,7 +350,7 @@ static void run_storm(char **argv, const char *model)
 			noctx++; /* before its first commit */
 			continue;
 		}
-		CHECK(rc == 0, "sample %lu: %s", s, otel_thread_ctx_strerror(rc));
+		ck_assert_msg(rc == 0, "sample %lu: %s", s, otel_thread_ctx_strerror(rc));
 		for (int b = 7; b >= 0; b--)
 			n = n << 8 | th.record.span_id[b];
 		storm_fill(n, trace, span, value);
@@ -373,11 +373,11 @@ static void run_storm(char **argv, const char *model)
 	printf("storm: %lu samples: %lu consistent (%lu distinct records, last %llu), %lu torn, "
 	       "%lu invalid, %lu before the first commit, %lu going backwards\n",
 	       samples, ok, distinct, (unsigned long long)last, torn, invalid, noctx, backwards);
-	CHECK(torn == 0, "%lu torn records", torn);
-	CHECK(invalid == 0, "%lu records read with valid != 1, which this library never publishes",
+	ck_assert_msg(torn == 0, "%lu torn records", torn);
+	ck_assert_msg(invalid == 0, "%lu records read with valid != 1, which this library never publishes",
 	      invalid);
-	CHECK(backwards == 0, "%lu records older than one read before", backwards);
-	CHECK(ok > 0 && distinct >= 2, "the storm thread was not seen making progress");
+	ck_assert_msg(backwards == 0, "%lu records older than one read before", backwards);
+	ck_assert_msg(ok > 0 && distinct >= 2, "the storm thread was not seen making progress");
 }
 
 static void run_hostile(char **argv)
@@ -390,42 +390,42 @@ static void run_hostile(char **argv)
 	size_t n = 0;
 
 	start_target(&t, argv, "hostile");
-	CHECK(t.n == HOSTILE_COUNT, "%d threads", t.n);
+	ck_assert_msg(t.n == HOSTILE_COUNT, "%d threads", t.n);
 	insp = open_checked(&t, "-");
-	CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+	ck_assert_msg(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
 
 	r = find(th, n, t.tid[HOSTILE_OVERSIZED]);
-	CHECK(r->status == 0 && (r->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED) &&
+	ck_assert_msg(r->status == 0 && (r->anomalies & OTEL_THREAD_CTX_INSPECT_OVERSIZED) &&
 		      r->attrs_data_size == 2000 && r->record.attrs_data_size == 612,
 	      "oversized: status %d anomalies 0x%x size %u", r->status, r->anomalies,
 	      r->attrs_data_size);
-	CHECK(raw_attr(&r->record, 1, &a) && a.len == 253 && a.value[252] == 'y',
+	ck_assert_msg(raw_attr(&r->record, 1, &a) && a.len == 253 && a.value[252] == 'y',
 	      "oversized: key 1");
-	CHECK(raw_attr(&r->record, 2, &a) && a.len == 200 && a.value[199] == 'z',
+	ck_assert_msg(raw_attr(&r->record, 2, &a) && a.len == 200 && a.value[199] == 'z',
 	      "oversized: key 2");
 
 	r = find(th, n, t.tid[HOSTILE_TRUNCATED]);
-	CHECK(r->status == 0 && r->anomalies == OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY,
+	ck_assert_msg(r->status == 0 && r->anomalies == OTEL_THREAD_CTX_INSPECT_TRUNCATED_ENTRY,
 	      "truncated: status %d anomalies 0x%x", r->status, r->anomalies);
-	CHECK(raw_attr(&r->record, 1, &a) && a.len == 3 &&
+	ck_assert_msg(raw_attr(&r->record, 1, &a) && a.len == 3 &&
 		      memcmp(a.value, "abc", 3) == 0, "truncated: key 1");
-	CHECK(!raw_attr(&r->record, 2, &a), "truncated: key 2 decoded");
+	ck_assert_msg(!raw_attr(&r->record, 2, &a), "truncated: key 2 decoded");
 
 	r = find(th, n, t.tid[HOSTILE_DUPLICATE]);
-	CHECK(r->status == 0 && r->anomalies == 0, "duplicate: status %d", r->status);
-	CHECK(raw_attr(&r->record, 1, &a) && a.len == 4 &&
+	ck_assert_msg(r->status == 0 && r->anomalies == 0, "duplicate: status %d", r->status);
+	ck_assert_msg(raw_attr(&r->record, 1, &a) && a.len == 4 &&
 		      memcmp(a.value, "last", 4) == 0, "duplicate: the last entry does not win");
 
 	r = find(th, n, t.tid[HOSTILE_INVALID]);
-	CHECK(r->status == OTEL_THREAD_CTX_EINVALID, "invalid: status %d", r->status);
+	ck_assert_msg(r->status == OTEL_THREAD_CTX_EINVALID, "invalid: status %d", r->status);
 	r = find(th, n, t.tid[HOSTILE_UNMAPPED]);
-	CHECK(r->status == OTEL_THREAD_CTX_EFAULT && r->record_address != 0,
+	ck_assert_msg(r->status == OTEL_THREAD_CTX_EFAULT && r->record_address != 0,
 	      "unmapped: status %d", r->status);
 	r = find(th, n, t.tid[HOSTILE_MISALIGNED]);
-	CHECK(r->status == OTEL_THREAD_CTX_EFORMAT && r->record_address % 2 == 1,
+	ck_assert_msg(r->status == OTEL_THREAD_CTX_EFORMAT && r->record_address % 2 == 1,
 	      "misaligned: status %d", r->status);
 	r = find(th, n, t.tid[HOSTILE_HALF_IDS]);
-	CHECK(r->status == 0 && r->anomalies == OTEL_THREAD_CTX_INSPECT_HALF_IDS,
+	ck_assert_msg(r->status == 0 && r->anomalies == OTEL_THREAD_CTX_INSPECT_HALF_IDS,
 	      "half ids: status %d anomalies 0x%x", r->status, r->anomalies);
 	otel_thread_ctx_inspect_close(insp);
 	finish_target(&t);
@@ -445,7 +445,7 @@ static void run_churn(char **argv, const char *model)
 	for (unsigned long round = 0; round < rounds; round++) {
 		size_t n = 0;
 
-		CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+		ck_assert_msg(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
 		for (size_t i = 0; i < n && i < 64; i++) {
 			if (th[i].status == OTEL_THREAD_CTX_ENOCTX) {
 				noctx++;
@@ -461,7 +461,7 @@ static void run_churn(char **argv, const char *model)
 	finish_target(&t);
 	printf("churn: %lu rounds: %lu records read, %lu threads without context, "
 	       "%lu exited while being read\n", rounds, ok, noctx, exited);
-	CHECK(noctx > 0, "the main and the churning threads were never seen");
+	ck_assert_msg(noctx > 0, "the main and the churning threads were never seen");
 }
 
 static double now_s(void)
@@ -556,25 +556,25 @@ static void run_reaper(char **argv)
 	start_target(&t, argv, "values");
 	insp = open_checked(&t, "-");
 	reaper_target = t.pid;
-	CHECK(pthread_create(&r, NULL, reaper, NULL) == 0, "pthread_create");
+	ck_assert_msg(pthread_create(&r, NULL, reaper, NULL) == 0, "pthread_create");
 	signal(SIGALRM, on_alarm);
 	alarm(30);
 	for (unsigned long round = 0; round < rounds; round++) {
 		double t0 = now_s();
 		size_t n = 0;
 
-		CHECK(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
+		ck_assert_msg(otel_thread_ctx_inspect_threads(insp, th, 64, &n) == 0, "inspect_threads");
 		if (now_s() - t0 > worst)
 			worst = now_s() - t0;
 		for (int i = 0; i < t.n; i++) {
 			const struct otel_thread_ctx_inspect_thread *th_i = find(th, n, t.tid[i]);
 			char state = thread_state(t.pid, t.tid[i]);
 
-			CHECK(state != 't' && state != 'T',
+			ck_assert_msg(state != 't' && state != 'T',
 			      "round %lu: thread %d left stopped (state %c, read: %s)", round, i, state,
 			      otel_thread_ctx_strerror(th_i->status));
 			if (i == EXPECTED_IDLE)
-				CHECK(th_i->status == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
+				ck_assert_msg(th_i->status == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
 				      otel_thread_ctx_strerror(th_i->status));
 			else
 				check_record(th_i, i);
@@ -583,15 +583,15 @@ static void run_reaper(char **argv)
 	alarm(0);
 	otel_thread_ctx_inspect_close(insp);
 	close(t.in);
-	CHECK(pthread_join(r, NULL) == 0, "pthread_join");
+	ck_assert_msg(pthread_join(r, NULL) == 0, "pthread_join");
 	status = __atomic_load_n(&reaper_status, __ATOMIC_ACQUIRE);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the target did not end well after the inspection (status 0x%x)", status);
 	close(t.out);
 	printf("reaper: %lu rounds of %d threads read exactly, the slowest in %.3f s; the reaper "
 	       "took %lu stop reports; no thread left stopped\n",
 	       rounds, t.n, worst, __atomic_load_n(&reaper_stolen, __ATOMIC_RELAXED));
-	CHECK(__atomic_load_n(&reaper_stolen, __ATOMIC_RELAXED) > 0,
+	ck_assert_msg(__atomic_load_n(&reaper_stolen, __ATOMIC_RELAXED) > 0,
 	      "the reaper took no stop report: the case was not exercised");
 }
 
@@ -642,20 +642,20 @@ static void run_vfork(char **argv)
 		/* The start of a vfork(): out of one (100 ms running), into
 		 * the next. */
 		c = wait_state(t.pid, tid, 'D', 0, 5);
-		CHECK(c != 'D', "the vforking thread never left vfork() (state %c)", c);
+		ck_assert_msg(c != 'D', "the vforking thread never left vfork() (state %c)", c);
 		c = wait_state(t.pid, tid, 'D', 1, 5);
-		CHECK(c == 'D', "the vforking thread never entered vfork() (state %c)", c);
+		ck_assert_msg(c == 'D', "the vforking thread never entered vfork() (state %c)", c);
 		t0 = now_s();
 		rc = otel_thread_ctx_inspect_thread(insp, tid, &th);
 		took = now_s() - t0;
 		tracer = tracer_pid(t.pid, tid);
-		CHECK(rc == OTEL_THREAD_CTX_ETIMEDOUT && th.status == rc,
+		ck_assert_msg(rc == OTEL_THREAD_CTX_ETIMEDOUT && th.status == rc,
 		      "a thread in vfork(): %s after %.3f s (state now %c)",
 		      otel_thread_ctx_strerror(rc), took, thread_state(t.pid, tid));
-		CHECK(took >= OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS / 1000.0 * 0.99 &&
+		ck_assert_msg(took >= OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS / 1000.0 * 0.99 &&
 			      took < OTEL_THREAD_CTX_INSPECT_STOP_TIMEOUT_MS / 1000.0 + 0.5,
 		      "ETIMEDOUT after %.3f s", took);
-		CHECK(tracer == 0, "the read returned ETIMEDOUT with the thread still attached "
+		ck_assert_msg(tracer == 0, "the read returned ETIMEDOUT with the thread still attached "
 				   "(TracerPid %ld)", tracer);
 		if (pass == 1) {
 			otel_thread_ctx_inspect_close(insp);
@@ -664,19 +664,19 @@ static void run_vfork(char **argv)
 		/* The child ends, vfork() returns: the thread runs on, never
 		 * in tracing stop, until it is in its next vfork(). */
 		c = wait_state(t.pid, tid, 'D', 0, 5);
-		CHECK(c != 'D', "the vforking thread never left vfork() (state %c)", c);
+		ck_assert_msg(c != 'D', "the vforking thread never left vfork() (state %c)", c);
 		end = now_s() + 0.05;
 		while ((c = thread_state(t.pid, tid)) != 'D' && now_s() < end) {
-			CHECK(c != 't', "the thread stopped for the interrupt after vfork() returned "
+			ck_assert_msg(c != 't', "the thread stopped for the interrupt after vfork() returned "
 					"(state t, TracerPid %ld)", tracer_pid(t.pid, tid));
 			usleep(200);
 		}
 		rc = otel_thread_ctx_inspect_thread(insp, tid, &th);
-		CHECK(rc == OTEL_THREAD_CTX_ENOCTX || rc == OTEL_THREAD_CTX_ETIMEDOUT,
+		ck_assert_msg(rc == OTEL_THREAD_CTX_ENOCTX || rc == OTEL_THREAD_CTX_ETIMEDOUT,
 		      "the thread read again after vfork(): %s (EPERM: still attached)",
 		      otel_thread_ctx_strerror(rc));
 		tracer = tracer_pid(t.pid, tid);
-		CHECK(tracer == 0, "a read left the thread attached (TracerPid %ld)", tracer);
+		ck_assert_msg(tracer == 0, "a read left the thread attached (TracerPid %ld)", tracer);
 		printf("a thread in vfork(): ETIMEDOUT after %.3f s, detached at once; read "
 		       "again %s: %s\n", took, pass == 0 ? "by the same inspector" : "after close()",
 		       otel_thread_ctx_strerror(rc));
@@ -716,17 +716,17 @@ static void run_errors(char **argv)
 	pid_t gone, plain;
 	int status, rc;
 
-	CHECK(otel_thread_ctx_inspect_open(1, NULL) == OTEL_THREAD_CTX_ENULL, "NULL out");
-	CHECK(otel_thread_ctx_inspect_open(0, &insp) == OTEL_THREAD_CTX_ESRCH && insp == NULL,
+	ck_assert_msg(otel_thread_ctx_inspect_open(1, NULL) == OTEL_THREAD_CTX_ENULL, "NULL out");
+	ck_assert_msg(otel_thread_ctx_inspect_open(0, &insp) == OTEL_THREAD_CTX_ESRCH && insp == NULL,
 	      "pid 0");
 	/* A process that has exited (and been reaped). */
 	gone = fork();
-	CHECK(gone >= 0, "fork");
+	ck_assert_msg(gone >= 0, "fork");
 	if (gone == 0)
 		_exit(0);
-	CHECK(waitpid(gone, &status, 0) == gone, "waitpid");
+	ck_assert_msg(waitpid(gone, &status, 0) == gone, "waitpid");
 	rc = otel_thread_ctx_inspect_open(gone, &insp);
-	CHECK(rc == OTEL_THREAD_CTX_ESRCH && insp == NULL, "exited process: %d", rc);
+	ck_assert_msg(rc == OTEL_THREAD_CTX_ESRCH && insp == NULL, "exited process: %d", rc);
 	/* A process without the slot: a shell, once it has said so (then
 	 * the exec is done). */
 	{
@@ -736,7 +736,7 @@ static void run_errors(char **argv)
 		start_target(&shell, sh, NULL);
 		plain = shell.pid;
 		rc = otel_thread_ctx_inspect_open(plain, &insp);
-		CHECK(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL,
+		ck_assert_msg(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL,
 		      "a process without the slot: %d", rc);
 		close(shell.in);
 		close(shell.out);
@@ -752,9 +752,9 @@ static void run_errors(char **argv)
 
 		if (kt > 0) {
 			rc = otel_thread_ctx_inspect_open(kt, &insp);
-			CHECK(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL, "kernel thread %d: %d",
+			ck_assert_msg(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL, "kernel thread %d: %d",
 			      (int)kt, rc);
-			CHECK(otel_thread_ctx_inspect_maps_signature(kt, &sig) == OTEL_THREAD_CTX_OK,
+			ck_assert_msg(otel_thread_ctx_inspect_maps_signature(kt, &sig) == OTEL_THREAD_CTX_OK,
 			      "kernel thread %d: maps signature", (int)kt);
 		} else {
 			printf("no kernel thread in this PID namespace: not tried\n");
@@ -764,10 +764,10 @@ static void run_errors(char **argv)
 	start_target(&t, argv, "values");
 	insp = open_checked(&t, "-");
 	/* A thread id that is not one of the target's. */
-	CHECK(otel_thread_ctx_inspect_thread(insp, getpid(), &th) == OTEL_THREAD_CTX_ESRCH,
+	ck_assert_msg(otel_thread_ctx_inspect_thread(insp, getpid(), &th) == OTEL_THREAD_CTX_ESRCH,
 	      "a thread of another process");
-	CHECK(otel_thread_ctx_inspect_thread(insp, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL, "NULL");
-	CHECK(otel_thread_ctx_inspect_thread(insp, t.tid[0], &th) == 0, "thread 0");
+	ck_assert_msg(otel_thread_ctx_inspect_thread(insp, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL, "NULL");
+	ck_assert_msg(otel_thread_ctx_inspect_thread(insp, t.tid[0], &th) == 0, "thread 0");
 	/* Its name, with and without the inspector, as /proc says it. */
 	{
 		char name[17] = "x", comm[64] = "", path[64];
@@ -775,28 +775,28 @@ static void run_errors(char **argv)
 
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)t.pid, (int)t.tid[0]);
 		f = fopen(path, "r");
-		CHECK(f != NULL && fgets(comm, sizeof(comm), f) != NULL, "%s", path);
+		ck_assert_msg(f != NULL && fgets(comm, sizeof(comm), f) != NULL, "%s", path);
 		fclose(f);
 		comm[strcspn(comm, "\n")] = '\0';
-		CHECK(comm[0] != '\0' && strcmp(th.name, comm) == 0, "thread 0's name: \"%s\", not \"%s\"",
+		ck_assert_msg(comm[0] != '\0' && strcmp(th.name, comm) == 0, "thread 0's name: \"%s\", not \"%s\"",
 		      th.name, comm);
-		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, t.tid[0], name) == OTEL_THREAD_CTX_OK &&
+		ck_assert_msg(otel_thread_ctx_inspect_thread_name(t.pid, t.tid[0], name) == OTEL_THREAD_CTX_OK &&
 			      strcmp(name, comm) == 0,
 		      "thread_name(): \"%s\", not \"%s\"", name, comm);
-		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, gone, name) == OTEL_THREAD_CTX_ESRCH &&
+		ck_assert_msg(otel_thread_ctx_inspect_thread_name(t.pid, gone, name) == OTEL_THREAD_CTX_ESRCH &&
 			      name[0] == '\0',
 		      "thread_name() of a thread that is gone");
-		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, 0, name) == OTEL_THREAD_CTX_ESRCH &&
+		ck_assert_msg(otel_thread_ctx_inspect_thread_name(t.pid, 0, name) == OTEL_THREAD_CTX_ESRCH &&
 			      name[0] == '\0',
 		      "thread_name() of tid 0");
-		CHECK(otel_thread_ctx_inspect_thread_name(t.pid, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL,
+		ck_assert_msg(otel_thread_ctx_inspect_thread_name(t.pid, t.tid[0], NULL) == OTEL_THREAD_CTX_ENULL,
 		      "thread_name(NULL)");
 	}
 	/* Without the right to ptrace it: an unprivileged child tries. */
 	if (geteuid() == 0) {
 		pid_t child = fork();
 
-		CHECK(child >= 0, "fork");
+		ck_assert_msg(child >= 0, "fork");
 		if (child == 0) {
 			otel_thread_ctx_inspector *other = NULL;
 			int r;
@@ -806,9 +806,9 @@ static void run_errors(char **argv)
 			r = otel_thread_ctx_inspect_open(t.pid, &other);
 			_exit(r == OTEL_THREAD_CTX_EPERM && other == NULL ? 0 : 4);
 		}
-		CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status),
+		ck_assert_msg(waitpid(child, &status, 0) == child && WIFEXITED(status),
 		      "unprivileged child");
-		CHECK(WEXITSTATUS(status) == 0, "an unprivileged reader did not get EPERM (%d)",
+		ck_assert_msg(WEXITSTATUS(status) == 0, "an unprivileged reader did not get EPERM (%d)",
 		      WEXITSTATUS(status));
 		printf("an unprivileged reader gets EPERM\n");
 	} else {
@@ -817,9 +817,9 @@ static void run_errors(char **argv)
 	otel_thread_ctx_inspect_close(insp);
 	finish_target(&t);
 	otel_thread_ctx_inspect_close(NULL);
-	CHECK(otel_thread_ctx_inspect_info(NULL) == NULL, "info(NULL)");
-	CHECK(otel_thread_ctx_inspect_key_name(NULL, 0) == NULL, "key_name(NULL)");
-	CHECK(strcmp(otel_thread_ctx_inspect_model_name(99), "unknown") == 0, "model name");
+	ck_assert_msg(otel_thread_ctx_inspect_info(NULL) == NULL, "info(NULL)");
+	ck_assert_msg(otel_thread_ctx_inspect_key_name(NULL, 0) == NULL, "key_name(NULL)");
+	ck_assert_msg(strcmp(otel_thread_ctx_inspect_model_name(99), "unknown") == 0, "model name");
 	printf("ESRCH, ENOSLOT, ENULL as documented; the target kept running\n");
 }
 
@@ -864,24 +864,24 @@ static void run_signals(char **argv, const char *model)
 	char line[64];
 
 	start_target(&t, argv, "signals");
-	CHECK(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
+	ck_assert_msg(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
 	insp = open_checked(&t, model);
 	sender.pid = t.pid;
 	sender.tid = t.tid[0];
-	CHECK(pthread_create(&sending, NULL, send_signals, &sender) == 0, "pthread_create");
+	ck_assert_msg(pthread_create(&sending, NULL, send_signals, &sender) == 0, "pthread_create");
 	for (unsigned long r = 0; r < rounds; r++) {
 		int rc = otel_thread_ctx_inspect_thread(insp, t.tid[0], &th);
 
-		CHECK(rc == 0, "round %lu: %s", r, otel_thread_ctx_strerror(rc));
+		ck_assert_msg(rc == 0, "round %lu: %s", r, otel_thread_ctx_strerror(rc));
 		check_record(&th, 0);
 	}
 	__atomic_store_n(&sender.done, 1, __ATOMIC_RELEASE);
-	CHECK(pthread_join(sending, NULL) == 0, "pthread_join");
-	CHECK(sender.error == 0, "tgkill: %s", strerror(sender.error));
+	ck_assert_msg(pthread_join(sending, NULL) == 0, "pthread_join");
+	ck_assert_msg(sender.error == 0, "tgkill: %s", strerror(sender.error));
 	otel_thread_ctx_inspect_close(insp);
 	end_target(&t, line, sizeof(line));
-	CHECK(sscanf(line, "signals %lu", &got) == 1, "the target said \"%s\"", line);
-	CHECK(sender.sent > 0 && got == sender.sent,
+	ck_assert_msg(sscanf(line, "signals %lu", &got) == 1, "the target said \"%s\"", line);
+	ck_assert_msg(sender.sent > 0 && got == sender.sent,
 	      "%lu signals sent while the thread was read %lu times, %lu handled", sender.sent, rounds,
 	      got);
 	printf("%lu signals sent to a thread read %lu times: all handled\n", sender.sent, rounds);
@@ -897,7 +897,7 @@ static void run_unsupported(char **argv)
 
 	start_target(&t, argv, "manual");
 	rc = otel_thread_ctx_inspect_open(t.pid, &insp);
-	CHECK(rc == OTEL_THREAD_CTX_EMODEL && insp == NULL, "open: %d (%s)", rc,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_EMODEL && insp == NULL, "open: %d (%s)", rc,
 	      otel_thread_ctx_strerror(rc));
 	finish_target(&t);
 	printf("a slot without accesses: EMODEL; the target kept running\n");
@@ -934,6 +934,6 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "unsupported") == 0)
 		run_unsupported(argv + 3);
 	else
-		CHECK(0, "unknown mode %s", mode);
+		ck_assert_msg(0, "unknown mode %s", mode);
 	return 0;
 }

@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "expected.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "modules-open.h"
 #include "otel_thread_ctx_inspect.h"
 #include "otel_thread_ctx_inspect_bpf.h"
@@ -92,17 +92,17 @@ static void wait_ready(struct target *t)
 	int status, at;
 
 	if (getline(&line, &cap, t->out) <= 0) {
-		CHECK(waitpid(t->pid, &status, 0) == t->pid, "waitpid");
+		ck_assert_msg(waitpid(t->pid, &status, 0) == t->pid, "waitpid");
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 			skip("the target cannot run here (its output says why)");
-		mt_fail(__FILE__, __LINE__, "the target ended before it was ready (status 0x%x)",
+		ck_abort_msg("the target ended before it was ready (status 0x%x)",
 			status);
 	}
 	if (strncmp(line, "skip:", 5) == 0) {
 		waitpid(t->pid, &status, 0);
 		skip("%s", line + 5);
 	}
-	CHECK(strncmp(line, "ready", 5) == 0, "target said \"%s\"", line);
+	ck_assert_msg(strncmp(line, "ready", 5) == 0, "target said \"%s\"", line);
 	for (t->n = 0, p = line + 5; t->n < EXPECTED_MAX_THREADS; t->n++, p += at) {
 		int tid;
 		unsigned long long slot;
@@ -123,19 +123,19 @@ static void start_target(struct target *t, const char *exe, const char *mode, co
 	posix_spawn_file_actions_t fa;
 	int in[2], out[2];
 
-	CHECK(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0, "pipe");
-	CHECK(posix_spawn_file_actions_init(&fa) == 0 &&
+	ck_assert_msg(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0, "pipe");
+	ck_assert_msg(posix_spawn_file_actions_init(&fa) == 0 &&
 		      posix_spawn_file_actions_adddup2(&fa, in[0], 0) == 0 &&
 		      posix_spawn_file_actions_adddup2(&fa, out[1], 1) == 0,
 	      "spawn actions");
 	fflush(NULL);
-	CHECK(posix_spawn(&t->pid, exe, &fa, NULL, argv, environ) == 0, "spawn %s", exe);
+	ck_assert_msg(posix_spawn(&t->pid, exe, &fa, NULL, argv, environ) == 0, "spawn %s", exe);
 	posix_spawn_file_actions_destroy(&fa);
 	close(in[0]);
 	close(out[1]);
 	t->in = in[1];
 	t->out = fdopen(out[0], "r");
-	CHECK(t->out != NULL, "fdopen");
+	ck_assert_msg(t->out != NULL, "fdopen");
 	wait_ready(t);
 }
 
@@ -149,7 +149,7 @@ static void finish_target(struct target *t)
 	fclose(t->out);
 	while (waitpid(t->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the target ended with status 0x%x after the inspection", status);
 }
 
@@ -163,7 +163,7 @@ static otel_thread_ctx_inspector *open_ok(pid_t pid)
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	rc = otel_thread_ctx_inspect_open(pid, &insp);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	CHECK(rc == 0, "inspect_open: %s", otel_thread_ctx_inspect_strerror(rc));
+	ck_assert_msg(rc == 0, "inspect_open: %s", otel_thread_ctx_inspect_strerror(rc));
 	info = otel_thread_ctx_inspect_info(insp);
 	printf("opened in %.1f ms: %zu module(s)\n",
 	       (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6,
@@ -197,26 +197,26 @@ static void check_values(otel_thread_ctx_inspector *insp, const struct target *t
 		int rc = otel_thread_ctx_inspect_thread(insp, t->tid[i], &th);
 
 		if (i == EXPECTED_IDLE) {
-			CHECK(rc == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
+			ck_assert_msg(rc == OTEL_THREAD_CTX_ENOCTX, "idle thread: %s",
 			      otel_thread_ctx_inspect_strerror(rc));
 			continue;
 		}
-		CHECK(rc == 0, "thread %d: %s", i, otel_thread_ctx_inspect_strerror(rc));
+		ck_assert_msg(rc == 0, "thread %d: %s", i, otel_thread_ctx_inspect_strerror(rc));
 		expected_for(i, &e);
-		CHECK(memcmp(th.record.trace_id, e.trace_id, 16) == 0 &&
+		ck_assert_msg(memcmp(th.record.trace_id, e.trace_id, 16) == 0 &&
 			      memcmp(th.record.span_id, e.span_id, 8) == 0 &&
 			      th.record.trace_flags == e.flags,
 		      "thread %d: ids or flags differ", i);
 		otel_thread_ctx_attr_iter_init_map(&it, &th.record, OTEL_THREAD_CTX_KEY_MAX + 1);
 		while (otel_thread_ctx_attr_iter_next(&it, &a) == 0) {
-			CHECK(k < e.nattrs && a.key == e.attrs[k].key &&
+			ck_assert_msg(k < e.nattrs && a.key == e.attrs[k].key &&
 				      a.len == strlen(e.attrs[k].value) &&
 				      memcmp(a.value, e.attrs[k].value, a.len) == 0,
 			      "thread %d: attribute %u differs", i, k);
 			k++;
 		}
-		CHECK(k == e.nattrs, "thread %d: %u attributes", i, k);
-		CHECK(th.slot_address == t->slot[i],
+		ck_assert_msg(k == e.nattrs, "thread %d: %u attributes", i, k);
+		ck_assert_msg(th.slot_address == t->slot[i],
 		      "thread %d: slot at 0x%llx, the loader says 0x%llx", i,
 		      (unsigned long long)th.slot_address, (unsigned long long)t->slot[i]);
 		if (module != NULL)
@@ -232,22 +232,22 @@ static void run_values(const char *mode, const char *exe, const char *lib)
 	struct target t;
 
 	start_target(&t, exe, mode, lib, NULL);
-	CHECK(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
+	ck_assert_msg(t.n == EXPECTED_THREADS, "%d threads reported", t.n);
 	insp = open_ok(t.pid);
 	info = otel_thread_ctx_inspect_info(insp);
 	check_values(insp, &t, module);
 	if (strcmp(mode, "selfmap") == 0) {
-		CHECK(info->module_count == 1, "%zu modules: the file's own mapping taken for one",
+		ck_assert_msg(info->module_count == 1, "%zu modules: the file's own mapping taken for one",
 		      info->module_count);
 	} else if (strcmp(mode, "dlmopen") == 0) {
-		CHECK(info->module_count == 2, "%zu modules, expected the two copies",
+		ck_assert_msg(info->module_count == 2, "%zu modules, expected the two copies",
 		      info->module_count);
-		CHECK(strcmp(info->modules[0].path, info->modules[1].path) == 0 &&
+		ck_assert_msg(strcmp(info->modules[0].path, info->modules[1].path) == 0 &&
 			      info->modules[0].base != info->modules[1].base,
 		      "the two copies: same file, two places");
 		/* Even threads published through one copy, odd through the
 		 * other. */
-		CHECK(module[0] == module[2] && module[1] == module[3] && module[0] != module[1],
+		ck_assert_msg(module[0] == module[2] && module[1] == module[3] && module[0] != module[1],
 		      "threads read from modules %u %u %u %u", module[0], module[1], module[2],
 		      module[3]);
 	}
@@ -264,21 +264,21 @@ static void run_upgrade(const char *exe, const char *lib, const char *other)
 	struct target t;
 
 	start_target(&t, exe, "upgrade", lib, other);
-	CHECK(otel_thread_ctx_inspect_maps_signature(t.pid, &before) == 0, "signature");
+	ck_assert_msg(otel_thread_ctx_inspect_maps_signature(t.pid, &before) == 0, "signature");
 	insp = open_ok(t.pid);
 	check_values(insp, &t, NULL);
 	otel_thread_ctx_inspect_close(insp);
 	/* The package manager replaces the file. */
-	CHECK(write(t.in, "\n", 1) == 1, "write");
+	ck_assert_msg(write(t.in, "\n", 1) == 1, "write");
 	wait_ready(&t);
-	CHECK(otel_thread_ctx_inspect_maps_signature(t.pid, &after) == 0, "signature");
-	CHECK(after != before, "the maps signature did not change when the file was replaced");
+	ck_assert_msg(otel_thread_ctx_inspect_maps_signature(t.pid, &after) == 0, "signature");
+	ck_assert_msg(after != before, "the maps signature did not change when the file was replaced");
 	insp = open_ok(t.pid);
-	CHECK(strstr(otel_thread_ctx_inspect_info(insp)->modules[0].path, " (deleted)") != NULL,
+	ck_assert_msg(strstr(otel_thread_ctx_inspect_info(insp)->modules[0].path, " (deleted)") != NULL,
 	      "the module's path does not say it was deleted: %s",
 	      otel_thread_ctx_inspect_info(insp)->modules[0].path);
 	check_values(insp, &t, NULL);
-	CHECK(otel_thread_ctx_inspect_bpf_proc(insp, &d) == 0 && d.module_count == 1,
+	ck_assert_msg(otel_thread_ctx_inspect_bpf_proc(insp, &d) == 0 && d.module_count == 1,
 	      "the eBPF description after the upgrade");
 	otel_thread_ctx_inspect_close(insp);
 	finish_target(&t);
@@ -298,9 +298,9 @@ static void run_fifo(const char *exe, const char *lib)
 	rc = otel_thread_ctx_inspect_open(t.pid, &insp);
 	alarm(0);
 	modules_open_swap = NULL;
-	CHECK(modules_open_swapped, "the file was never opened by path, so never swapped");
-	CHECK(modules_open_map_files_refused > 0, "/proc/PID/map_files was not tried first");
-	CHECK(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL,
+	ck_assert_msg(modules_open_swapped, "the file was never opened by path, so never swapped");
+	ck_assert_msg(modules_open_map_files_refused > 0, "/proc/PID/map_files was not tried first");
+	ck_assert_msg(rc == OTEL_THREAD_CTX_ENOSLOT && insp == NULL,
 	      "open with the module's file swapped for a FIFO: %s (expected ENOSLOT)",
 	      otel_thread_ctx_inspect_strerror(rc));
 	finish_target(&t);
@@ -318,7 +318,7 @@ static void run_stale(const char *exe, const char *lib, const char *expect)
 	insp = open_ok(t.pid);
 	rc = otel_thread_ctx_inspect_thread(insp, t.tid[0], &th);
 	if (strcmp(expect, "none") == 0) {
-		CHECK(rc == OTEL_THREAD_CTX_ENOCTX,
+		ck_assert_msg(rc == OTEL_THREAD_CTX_ENOCTX,
 		      "a thread that never touched the reloaded module: %s (record at 0x%llx "
 		      "through the DTV entry of the module unloaded)",
 		      otel_thread_ctx_inspect_strerror(rc), (unsigned long long)th.record_address);
@@ -326,7 +326,7 @@ static void run_stale(const char *exe, const char *lib, const char *expect)
 		struct expected_thread e;
 
 		expected_for(0, &e);
-		CHECK(rc == 0 && memcmp(th.record.trace_id, e.trace_id, 16) == 0,
+		ck_assert_msg(rc == 0 && memcmp(th.record.trace_id, e.trace_id, 16) == 0,
 		      "the record published before dlclose() (never unloaded): %s",
 		      otel_thread_ctx_inspect_strerror(rc));
 	}
@@ -352,9 +352,9 @@ int main(int argc, char **argv)
 
 	if (strcmp(mode, "--skip") == 0)
 		skip("%s", argc > 2 ? argv[2] : "(no reason given)");
-	CHECK(argc == 4 || argc == 5,
+	ck_assert_msg(argc == 4 || argc == 5,
 	      "usage: modules [--skip REASON] MODE TARGET LIB [OTHER | EXPECT]");
-	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp");
 	atexit(cleanup);
 	if (strcmp(mode, "upgrade") == 0 && last != NULL)
 		run_upgrade(argv[2], argv[3], last);
@@ -365,6 +365,6 @@ int main(int argc, char **argv)
 	else if (values_mode(mode))
 		run_values(mode, argv[2], argv[3]);
 	else
-		CHECK(0, "unknown mode %s", mode);
+		ck_assert_msg(0, "unknown mode %s", mode);
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 
 static const uint8_t trace[16] = { 0x51, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
@@ -31,8 +31,8 @@ __attribute__((noinline)) void exit_order_published(const void *record)
 
 static void publish(void)
 {
-	CHECK_OK(otel_thread_ctx_update_all(trace, span, 1, NULL, 0));
-	CHECK(otel_thread_ctx_v1 != NULL, "nothing published");
+	ck_assert_int_eq(otel_thread_ctx_update_all(trace, span, 1, NULL, 0), 0);
+	ck_assert_msg(otel_thread_ctx_v1 != NULL, "nothing published");
 	exit_order_published(otel_thread_ctx_v1);
 }
 
@@ -42,11 +42,11 @@ static void *exit_attached(void *arg)
 	otel_thread_ctx *ctx;
 
 	(void)arg;
-	CHECK_OK(otel_thread_ctx_create(&ctx));
-	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace, span, 1));
-	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	ck_assert_int_eq(otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_ids(ctx, trace, span, 1), 0);
+	ck_assert_int_eq(otel_thread_ctx_attach(ctx, NULL), 0);
 	otel_thread_ctx_destroy(ctx);
-	CHECK(otel_thread_ctx_v1 != NULL, "nothing published");
+	ck_assert_msg(otel_thread_ctx_v1 != NULL, "nothing published");
 	exit_order_published(otel_thread_ctx_v1);
 	return NULL;
 }
@@ -64,7 +64,7 @@ static void *exit_detached(void *arg)
 {
 	(void)arg;
 	publish();
-	CHECK_OK(otel_thread_ctx_detach(NULL));
+	ck_assert_int_eq(otel_thread_ctx_detach(NULL), 0);
 	return NULL;
 }
 
@@ -73,16 +73,16 @@ static void *exit_detached(void *arg)
 static void publish_late(void *arg)
 {
 	(void)arg;
-	CHECK(otel_thread_ctx_update_all(trace, span, 1, NULL, 0) == OTEL_THREAD_CTX_ETHREAD,
+	ck_assert_msg(otel_thread_ctx_update_all(trace, span, 1, NULL, 0) == OTEL_THREAD_CTX_ETHREAD,
 	      "a publication after the exit cleanup was not refused");
-	CHECK(otel_thread_ctx_v1 == NULL, "the slot is not NULL after the exit cleanup");
+	ck_assert_msg(otel_thread_ctx_v1 == NULL, "the slot is not NULL after the exit cleanup");
 	late_refused = 1;
 }
 
 static void *exit_publishing_late(void *arg)
 {
 	(void)arg;
-	CHECK(pthread_setspecific(late_key, (void *)1) == 0, "pthread_setspecific");
+	ck_assert_msg(pthread_setspecific(late_key, (void *)1) == 0, "pthread_setspecific");
 	publish();
 	return NULL;
 }
@@ -92,15 +92,15 @@ int main(void)
 	void *(*const kinds[])(void *) = { exit_attached, exit_published, exit_detached,
 					   exit_publishing_late };
 
-	CHECK(pthread_key_create(&late_key, publish_late) == 0, "pthread_key_create");
+	ck_assert_msg(pthread_key_create(&late_key, publish_late) == 0, "pthread_key_create");
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		pthread_t t;
 
-		CHECK(pthread_create(&t, NULL, kinds[i], NULL) == 0, "pthread_create");
-		CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+		ck_assert_msg(pthread_create(&t, NULL, kinds[i], NULL) == 0, "pthread_create");
+		ck_assert_msg(pthread_join(t, NULL) == 0, "pthread_join");
 	}
-	CHECK(published_seen == 4, "%d publications seen, expected 4", published_seen);
-	CHECK(late_refused, "the late destructor did not run");
+	ck_assert_msg(published_seen == 4, "%d publications seen, expected 4", published_seen);
+	ck_assert_msg(late_refused, "the late destructor did not run");
 	printf("exit-order: 4 threads exited, one of them refused a publication from a late "
 	       "destructor\n");
 	return 0;

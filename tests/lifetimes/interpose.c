@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "foreign.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "testenv.h"
 
@@ -45,7 +45,7 @@ static int sentinels_intact(void)
 	return 1;
 }
 
-#define CHECK_SENTINELS(when) CHECK(sentinels_intact(), "the other module's thread-locals " \
+#define CHECK_SENTINELS(when) ck_assert_msg(sentinels_intact(), "the other module's thread-locals " \
 				    "after the slot were overwritten (%s)", when)
 
 /* The record the other module's slot leads to. */
@@ -60,17 +60,17 @@ static void check_self_check(const char *expect_module)
 	int rc = otel_thread_ctx_self_check(&sc);
 
 	printf("self-check: %s\n", sc.reason);
-	CHECK(rc == OTEL_THREAD_CTX_OK && sc.status == OTEL_THREAD_CTX_SELF_CHECK_OK,
+	ck_assert_msg(rc == OTEL_THREAD_CTX_OK && sc.status == OTEL_THREAD_CTX_SELF_CHECK_OK,
 	      "self-check: %d, status %d", rc, sc.status);
-	CHECK(sc.slot == (const void *)foreign_slot(), "self-check: slot %p, the other module's is %p",
+	ck_assert_msg(sc.slot == (const void *)foreign_slot(), "self-check: slot %p, the other module's is %p",
 	      sc.slot, (void *)foreign_slot());
-	CHECK(!sc.slot_is_own && sc.own_slot != sc.slot && sc.own_slot != NULL,
+	ck_assert_msg(!sc.slot_is_own && sc.own_slot != sc.slot && sc.own_slot != NULL,
 	      "self-check: the slot in effect is said to be the library's own");
-	CHECK(sc.module != NULL && strstr(sc.module, expect_module) != NULL,
+	ck_assert_msg(sc.module != NULL && strstr(sc.module, expect_module) != NULL,
 	      "self-check: module %s, expected %s", sc.module ? sc.module : "(none)", expect_module);
-	CHECK(strstr(sc.reason, "ahead of the library's own") != NULL,
+	ck_assert_msg(strstr(sc.reason, "ahead of the library's own") != NULL,
 	      "self-check: the reason does not say another definition is in effect");
-	CHECK(sc.exporting_modules == 2, "self-check: %u exporting modules, expected 2",
+	ck_assert_msg(sc.exporting_modules == 2, "self-check: %u exporting modules, expected 2",
 	      sc.exporting_modules);
 	own_slot_main = sc.own_slot;
 }
@@ -89,18 +89,18 @@ static void *exit_publishing(void *arg)
 	otel_thread_ctx *ctx;
 
 	(void)arg;
-	CHECK(pthread_setspecific(after_key, (void *)1) == 0, "pthread_setspecific");
-	CHECK_OK(otel_thread_ctx_create(&ctx));
-	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-	CHECK_OK(otel_thread_ctx_set_attrs(ctx, attrs, 1));
-	CHECK_OK(otel_thread_ctx_attach(ctx, NULL));
+	ck_assert_msg(pthread_setspecific(after_key, (void *)1) == 0, "pthread_setspecific");
+	ck_assert_int_eq(otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_attrs(ctx, attrs, 1), 0);
+	ck_assert_int_eq(otel_thread_ctx_attach(ctx, NULL), 0);
 	/* The thread's copy outlives the context. */
 	otel_thread_ctx_destroy(ctx);
-	CHECK(in_slot() != NULL && memcmp(in_slot()->span_id, span_a, 8) == 0 &&
+	ck_assert_msg(in_slot() != NULL && memcmp(in_slot()->span_id, span_a, 8) == 0 &&
 	      in_slot()->attrs_data_size == 8,
 	      "a thread's record is not in the other module's slot");
-	CHECK_OK(otel_thread_ctx_update_span_id(span_b));
-	CHECK(memcmp(in_slot()->span_id, span_b, 8) == 0, "a thread's update_span_id is not in "
+	ck_assert_int_eq(otel_thread_ctx_update_span_id(span_b), 0);
+	ck_assert_msg(memcmp(in_slot()->span_id, span_b, 8) == 0, "a thread's update_span_id is not in "
 	      "the other module's slot");
 	CHECK_SENTINELS("a thread published");
 	return NULL;
@@ -119,38 +119,38 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	CHECK_SENTINELS("at start");
-	CHECK(in_slot() == NULL, "the slot is not NULL at start");
+	ck_assert_msg(in_slot() == NULL, "the slot is not NULL at start");
 
-	CHECK_OK(otel_thread_ctx_create(&ctx));
-	CHECK_OK(otel_thread_ctx_create(&other));
-	CHECK_OK(otel_thread_ctx_create(&saved));
-	CHECK_OK(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1));
-	CHECK_OK(otel_thread_ctx_attach(ctx, saved));
+	ck_assert_int_eq(otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(otel_thread_ctx_create(&other), 0);
+	ck_assert_int_eq(otel_thread_ctx_create(&saved), 0);
+	ck_assert_int_eq(otel_thread_ctx_set_ids(ctx, trace_a, span_a, 1), 0);
+	ck_assert_int_eq(otel_thread_ctx_attach(ctx, saved), 0);
 	r = first = in_slot();
-	CHECK(r != NULL && r->valid == 1 && memcmp(r->trace_id, trace_a, 16) == 0 &&
+	ck_assert_msg(r != NULL && r->valid == 1 && memcmp(r->trace_id, trace_a, 16) == 0 &&
 	      memcmp(r->span_id, span_a, 8) == 0,
 	      "the record is not in the other module's slot");
 	CHECK_SENTINELS("attach");
 	check_self_check(strcmp(where, "exe") == 0 ? "" : "libforeign");
-	CHECK(*(const void *const *)own_slot_main == NULL,
+	ck_assert_msg(*(const void *const *)own_slot_main == NULL,
 	      "the library's own (shadowed) definition was written");
 
-	CHECK_OK(otel_thread_ctx_update_span_id(span_b));
-	CHECK(memcmp(in_slot()->span_id, span_b, 8) == 0, "update_span_id is not in the slot");
-	CHECK(in_slot() != first, "update_span_id did not publish another record");
+	ck_assert_int_eq(otel_thread_ctx_update_span_id(span_b), 0);
+	ck_assert_msg(memcmp(in_slot()->span_id, span_b, 8) == 0, "update_span_id is not in the slot");
+	ck_assert_msg(in_slot() != first, "update_span_id did not publish another record");
 	CHECK_SENTINELS("update_span_id");
-	CHECK_OK(otel_thread_ctx_update_trace_flags(0));
-	CHECK(in_slot()->trace_flags == 0, "update_trace_flags is not in the slot");
+	ck_assert_int_eq(otel_thread_ctx_update_trace_flags(0), 0);
+	ck_assert_msg(in_slot()->trace_flags == 0, "update_trace_flags is not in the slot");
 	CHECK_SENTINELS("update_trace_flags");
-	CHECK_OK(otel_thread_ctx_set_attr(ctx, 1, "x", 1));
-	CHECK_OK(otel_thread_ctx_update(ctx));
-	CHECK(in_slot()->attrs_data_size == 3 && memcmp(in_slot()->span_id, span_a, 8) == 0,
+	ck_assert_int_eq(otel_thread_ctx_set_attr(ctx, 1, "x", 1), 0);
+	ck_assert_int_eq(otel_thread_ctx_update(ctx), 0);
+	ck_assert_msg(in_slot()->attrs_data_size == 3 && memcmp(in_slot()->span_id, span_a, 8) == 0,
 	      "update is not in the slot");
 	CHECK_SENTINELS("update");
-	CHECK_OK(otel_thread_ctx_update_all(trace_a, span_b, 1, attrs, 1));
-	CHECK(in_slot()->attrs_data_size == 5, "update_all is not in the slot");
+	ck_assert_int_eq(otel_thread_ctx_update_all(trace_a, span_b, 1, attrs, 1), 0);
+	ck_assert_msg(in_slot()->attrs_data_size == 5, "update_all is not in the slot");
 	CHECK_SENTINELS("update_all");
-	CHECK_OK(otel_thread_ctx_save(other));
+	ck_assert_int_eq(otel_thread_ctx_save(other), 0);
 	CHECK_SENTINELS("save");
 	/* A saved too small for what the thread publishes: refused, and the
 	 * slot stays as it was. */
@@ -160,52 +160,52 @@ int main(int argc, char **argv)
 
 		r = in_slot();
 		o.attrs_capacity = 4;
-		CHECK_OK(otel_thread_ctx_create_with(&small, &o));
-		CHECK(otel_thread_ctx_attach(ctx, small) == OTEL_THREAD_CTX_ENOSPC,
+		ck_assert_int_eq(otel_thread_ctx_create_with(&small, &o), 0);
+		ck_assert_msg(otel_thread_ctx_attach(ctx, small) == OTEL_THREAD_CTX_ENOSPC,
 		      "attach with a saved too small was not refused");
-		CHECK(in_slot() == r && r->attrs_data_size == 5,
+		ck_assert_msg(in_slot() == r && r->attrs_data_size == 5,
 		      "a refused attach changed the slot");
-		CHECK(otel_thread_ctx_detach(small) == OTEL_THREAD_CTX_ENOSPC && in_slot() == r,
+		ck_assert_msg(otel_thread_ctx_detach(small) == OTEL_THREAD_CTX_ENOSPC && in_slot() == r,
 		      "a refused detach changed the slot");
 		otel_thread_ctx_destroy(small);
 		CHECK_SENTINELS("refusals");
 	}
 	/* saved holds "nothing published" (from the first attach): putting
 	 * it back unpublishes. */
-	CHECK_OK(otel_thread_ctx_update(saved));
-	CHECK(in_slot() == NULL, "the update of a saved \"nothing published\" left a record");
+	ck_assert_int_eq(otel_thread_ctx_update(saved), 0);
+	ck_assert_msg(in_slot() == NULL, "the update of a saved \"nothing published\" left a record");
 	CHECK_SENTINELS("update of nothing published");
-	CHECK_OK(otel_thread_ctx_attach(other, saved));
-	CHECK(in_slot() != NULL && in_slot()->attrs_data_size == 5 &&
+	ck_assert_int_eq(otel_thread_ctx_attach(other, saved), 0);
+	ck_assert_msg(in_slot() != NULL && in_slot()->attrs_data_size == 5 &&
 	      memcmp(in_slot()->span_id, span_b, 8) == 0, "attach of a saved record");
 	CHECK_SENTINELS("attach of a saved record");
 	/* The context destroyed: its copy stays published. */
 	otel_thread_ctx_destroy(other);
-	CHECK(in_slot() != NULL && in_slot()->attrs_data_size == 5,
+	ck_assert_msg(in_slot() != NULL && in_slot()->attrs_data_size == 5,
 	      "the destruction of the context changed the slot");
 	CHECK_SENTINELS("destroy");
-	CHECK_OK(otel_thread_ctx_detach(ctx));
-	CHECK(in_slot() == NULL, "detach left a record in the slot");
+	ck_assert_int_eq(otel_thread_ctx_detach(ctx), 0);
+	ck_assert_msg(in_slot() == NULL, "detach left a record in the slot");
 	CHECK_SENTINELS("detach");
-	CHECK_OK(otel_thread_ctx_update(ctx));
-	CHECK(in_slot() != NULL && in_slot()->attrs_data_size == 5, "update of what detach saved");
-	CHECK_OK(otel_thread_ctx_detach(NULL));
-	CHECK(in_slot() == NULL, "detach left a record in the slot");
+	ck_assert_int_eq(otel_thread_ctx_update(ctx), 0);
+	ck_assert_msg(in_slot() != NULL && in_slot()->attrs_data_size == 5, "update of what detach saved");
+	ck_assert_int_eq(otel_thread_ctx_detach(NULL), 0);
+	ck_assert_msg(in_slot() == NULL, "detach left a record in the slot");
 	CHECK_SENTINELS("detach");
 	otel_thread_ctx_destroy(ctx);
 	otel_thread_ctx_destroy(saved);
-	CHECK(*(const void *const *)own_slot_main == NULL,
+	ck_assert_msg(*(const void *const *)own_slot_main == NULL,
 	      "the library's own (shadowed) definition was written");
 
 	/* Threads that exit while they publish. */
-	CHECK(pthread_key_create(&after_key, after_library_cleanup) == 0, "pthread_key_create");
+	ck_assert_msg(pthread_key_create(&after_key, after_library_cleanup) == 0, "pthread_key_create");
 	for (unsigned long i = 0; i < n; i++) {
 		pthread_t t;
 
-		CHECK(pthread_create(&t, NULL, exit_publishing, NULL) == 0, "pthread_create");
-		CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+		ck_assert_msg(pthread_create(&t, NULL, exit_publishing, NULL) == 0, "pthread_create");
+		ck_assert_msg(pthread_join(t, NULL) == 0, "pthread_join");
 	}
-	CHECK(exit_failures == 0, "%lu of %lu exiting threads left the slot set or the other "
+	ck_assert_msg(exit_failures == 0, "%lu of %lu exiting threads left the slot set or the other "
 	      "module's thread-locals overwritten", exit_failures, n);
 	printf("ok: %s defines the slot; records went there, and nothing past its 8 bytes "
 	       "changed (main thread, and %lu threads exiting while they publish)\n",

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 
 #define WORKERS 4
 
@@ -32,7 +32,7 @@ static void *worker(void *arg)
 
 	sem_wait(&use);
 	rc = plugin_request(i);
-	CHECK(rc == 0, "worker %u: plugin_request returned %d", i, rc);
+	ck_assert_msg(rc == 0, "worker %u: plugin_request returned %d", i, rc);
 	sem_post(&used);
 	/* Outlive the plugin: exit only once it is unloaded. */
 	sem_wait(&unloaded);
@@ -60,20 +60,20 @@ int main(int argc, char **argv)
 	sem_init(&used, 0, 0);
 	sem_init(&unloaded, 0, 0);
 	for (unsigned int i = 0; i < WORKERS; i++)
-		CHECK(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i) == 0, "pthread_create");
+		ck_assert_msg(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i) == 0, "pthread_create");
 
 	plugin = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-	CHECK(plugin != NULL, "dlopen(%s): %s", argv[1], dlerror());
+	ck_assert_msg(plugin != NULL, "dlopen(%s): %s", argv[1], dlerror());
 	sym = dlsym(plugin, "plugin_request");
-	CHECK(sym != NULL, "dlsym: %s", dlerror());
+	ck_assert_msg(sym != NULL, "dlsym: %s", dlerror());
 	memcpy(&plugin_request, &sym, sizeof(sym));
-	CHECK(plugin_request(100) == 0, "plugin_request on the main thread");
+	ck_assert_msg(plugin_request(100) == 0, "plugin_request on the main thread");
 	for (unsigned int i = 0; i < WORKERS; i++)
 		sem_post(&use);
 	for (unsigned int i = 0; i < WORKERS; i++)
 		sem_wait(&used);
 
-	CHECK(dlclose(plugin) == 0, "dlclose: %s", dlerror());
+	ck_assert_msg(dlclose(plugin) == 0, "dlclose: %s", dlerror());
 	still = dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD);
 	if (still != NULL) {
 		/* musl never unloads: what follows still runs, but proves less. */
@@ -87,18 +87,18 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < WORKERS; i++)
 		sem_post(&unloaded);
 	for (unsigned int i = 0; i < WORKERS; i++)
-		CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
+		ck_assert_msg(pthread_join(t[i], NULL) == 0, "pthread_join");
 	printf("%d threads that used the plugin exited after the unload\n", WORKERS);
 
 	/* New threads and a child, after the unload. */
-	CHECK(pthread_create(&late, NULL, bystander, NULL) == 0 && pthread_join(late, NULL) == 0,
+	ck_assert_msg(pthread_create(&late, NULL, bystander, NULL) == 0 && pthread_join(late, NULL) == 0,
 	      "a thread started after the unload");
 	pid = fork();
-	CHECK(pid >= 0, "fork");
+	ck_assert_msg(pid >= 0, "fork");
 	if (pid == 0)
 		_exit(0);
-	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	ck_assert_msg(waitpid(pid, &status, 0) == pid, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the child forked after the unload did not exit normally (status %#x)", status);
 	printf("ok: threads exited, a thread started and a child forked after the unload\n");
 	return 0;

@@ -35,7 +35,7 @@
  *                         and keeps the forking one's: new takes get exactly
  *                         the two pairs given back, never the kept one.
  *
- * Plain program (minitest.h); under ThreadSanitizer the race also checks
+ * Plain program (tests/lib/check-lite.h); under ThreadSanitizer the race also checks
  * that the pool orders a pair's records written by one holder before the
  * next holder's writes.
  */
@@ -53,7 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "pool.h"
 #include "testenv.h"
 
@@ -108,14 +108,14 @@ static struct otel__pair *take(struct otel__thread *me)
 	struct otel__pair *p = NULL;
 	int err = otel__pool_take(me, &p);
 
-	CHECK(err == 0 && p != NULL, "the pool gave no pair (%d)", err);
-	CHECK(p->index < MAX_PAIRS, "pair index %u", p->index);
+	ck_assert_msg(err == 0 && p != NULL, "the pool gave no pair (%d)", err);
+	ck_assert_msg(p->index < MAX_PAIRS, "pair index %u", p->index);
 	/* Relaxed: only the pool may order one holder's writes before the
 	 * next one's (ThreadSanitizer checks that it does). */
-	CHECK(__atomic_exchange_n(&held[p->index], 1, __ATOMIC_RELAXED) == 0,
+	ck_assert_msg(__atomic_exchange_n(&held[p->index], 1, __ATOMIC_RELAXED) == 0,
 	      "pair %u handed to owner %d while another owner holds it", p->index, me->id);
-	CHECK(p->owner == me, "pair %u: owner is not its taker", p->index);
-	CHECK(p->rec[0].valid == 1 && p->rec[1].valid == 1,
+	ck_assert_msg(p->owner == me, "pair %u: owner is not its taker", p->index);
+	ck_assert_msg(p->rec[0].valid == 1 && p->rec[1].valid == 1,
 	      "pair %u taken with records not valid (%u, %u)", p->index, p->rec[0].valid,
 	      p->rec[1].valid);
 	/* Mark both records as the taker's. */
@@ -127,10 +127,10 @@ static struct otel__pair *take(struct otel__thread *me)
 static void give(struct otel__thread *me, struct otel__pair *p)
 {
 	for (size_t i = 0; i < sizeof(p->rec[0].trace_id); i++)
-		CHECK(p->rec[0].trace_id[i] == (uint8_t)me->id,
+		ck_assert_msg(p->rec[0].trace_id[i] == (uint8_t)me->id,
 		      "pair %u: another owner wrote it while owner %d held it", p->index, me->id);
 	for (size_t i = 0; i < sizeof(p->rec[1].span_id); i++)
-		CHECK(p->rec[1].span_id[i] == (uint8_t)me->id,
+		ck_assert_msg(p->rec[1].span_id[i] == (uint8_t)me->id,
 		      "pair %u: another owner wrote it while owner %d held it", p->index, me->id);
 	__atomic_store_n(&held[p->index], 0, __ATOMIC_RELAXED);
 	otel__pool_give(p);
@@ -166,18 +166,18 @@ static int race(double seconds)
 
 	for (int i = 0; i < THREADS; i++) {
 		owners[i].id = i + 1;
-		CHECK(pthread_create(&t[i], NULL, racer, &owners[i]) == 0, "pthread_create");
+		ck_assert_msg(pthread_create(&t[i], NULL, racer, &owners[i]) == 0, "pthread_create");
 	}
 	while (now_s() < end)
 		usleep(10000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < THREADS; i++) {
-		CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
+		ck_assert_msg(pthread_join(t[i], NULL) == 0, "pthread_join");
 		total += rounds[i];
 	}
-	CHECK(total > 0, "no round was run");
+	ck_assert_msg(total > 0, "no round was run");
 	for (unsigned i = 0; i < MAX_PAIRS; i++)
-		CHECK(held[i] == 0, "pair %u still held", i);
+		ck_assert_msg(held[i] == 0, "pair %u still held", i);
 	printf("pool race: %d threads, %lu rounds of take, take, give, give in %.1f s; no pair "
 	       "ever held twice\n", THREADS, total, seconds);
 	return 0;
@@ -199,27 +199,27 @@ static int fork_reclaim(void)
 	p2 = take(gone2);
 	fflush(NULL);
 	pid = fork();
-	CHECK(pid >= 0, "fork");
+	ck_assert_msg(pid >= 0, "fork");
 	if (pid == 0) {
 		struct otel__pair *a, *b;
 
 		otel__pool_reclaim_after_fork(self);
-		CHECK(mine->owner == self, "the forking owner's pair was given back");
-		CHECK(p1->owner == NULL && p2->owner == NULL,
+		ck_assert_msg(mine->owner == self, "the forking owner's pair was given back");
+		ck_assert_msg(p1->owner == NULL && p2->owner == NULL,
 		      "the pairs of owners the child does not have were not given back");
 		memset(held, 0, sizeof(held));
 		held[mine->index] = 1;
 		a = take(gone1);
 		b = take(gone2);
-		CHECK((a == p1 && b == p2) || (a == p2 && b == p1),
+		ck_assert_msg((a == p1 && b == p2) || (a == p2 && b == p1),
 		      "the child's new takes got pairs %u and %u, not the reclaimed %u and %u",
 		      a->index, b->index, p1->index, p2->index);
-		CHECK(mine->owner == self && mine->rec[0].trace_id[0] == 103,
+		ck_assert_msg(mine->owner == self && mine->rec[0].trace_id[0] == 103,
 		      "the forking owner's pair changed");
 		_exit(0);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %#x)",
+	ck_assert_msg(waitpid(pid, &status, 0) == pid, "waitpid");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %#x)",
 	      status);
 	give(gone1, p1);
 	give(self, mine);
@@ -250,23 +250,23 @@ static int shortage(unsigned long attempts)
 				struct otel__pair *p = NULL;
 				int err = otel__pool_take(me, &p);
 
-				CHECK(err == -ENOMEM && p == NULL,
+				ck_assert_msg(err == -ENOMEM && p == NULL,
 				      "pair %u, mmap() failing: attempt %lu got %d", i, k, err);
 			}
 			__atomic_store_n(&maps_fail, 0, __ATOMIC_RELAXED);
-			CHECK(otel__pool_in_use() == in_use0 + i,
+			ck_assert_msg(otel__pool_in_use() == in_use0 + i,
 			      "pair %u: %u pairs in use after failed takes, not %u", i,
 			      otel__pool_in_use(), in_use0 + i);
 		}
 		taken[i] = take(me);
-		CHECK(taken[i]->index == i, "after failed takes the pool handed out pair %u, not %u: "
+		ck_assert_msg(taken[i]->index == i, "after failed takes the pool handed out pair %u, not %u: "
 		      "a failure took an index", taken[i]->index, i);
 	}
-	CHECK(otel__pool_in_use() == in_use0 + 5 * SLAB_PAIRS, "%u pairs in use",
+	ck_assert_msg(otel__pool_in_use() == in_use0 + 5 * SLAB_PAIRS, "%u pairs in use",
 	      otel__pool_in_use());
 	for (unsigned i = 0; i < 5 * SLAB_PAIRS; i++)
 		give(me, taken[i]);
-	CHECK(otel__pool_in_use() == in_use0, "%u pairs in use after every give",
+	ck_assert_msg(otel__pool_in_use() == in_use0, "%u pairs in use after every give",
 	      otel__pool_in_use());
 	printf("pool shortage: %lu takes refused with ENOMEM at 5 growth steps (%lu at one), none "
 	       "took an index; the %u takes after them got pairs 0 to %u in order\n",
@@ -281,7 +281,7 @@ static void refused_full(struct otel__thread *me, unsigned long n, const char *w
 		struct otel__pair *p = NULL;
 		int err = otel__pool_take(me, &p);
 
-		CHECK(err == OTEL_THREAD_CTX_EFULL && p == NULL, "%s: take %lu got %d (pair %u), not EFULL", when, k,
+		ck_assert_msg(err == OTEL_THREAD_CTX_EFULL && p == NULL, "%s: take %lu got %d (pair %u), not EFULL", when, k,
 		      err, p != NULL ? p->index : 0);
 	}
 }
@@ -295,14 +295,14 @@ static int full(unsigned long attempts)
 	other->id = 2;
 	/* Pair 0 is held throughout: a wrapped counter would hand it out. */
 	first = take(other);
-	CHECK(first->index == 0, "the first pair is %u", first->index);
+	ck_assert_msg(first->index == 0, "the first pair is %u", first->index);
 	otel__pool_test_set_fresh(POOL_PAIRS - 2);
 	a = b = NULL;
-	CHECK(otel__pool_take(me, &a) == 0 && otel__pool_take(me, &b) == 0,
+	ck_assert_msg(otel__pool_take(me, &a) == 0 && otel__pool_take(me, &b) == 0,
 	      "no pair for the last two");
-	CHECK(a != NULL && b != NULL && a->index == POOL_PAIRS - 2 && b->index == POOL_PAIRS - 1,
+	ck_assert_msg(a != NULL && b != NULL && a->index == POOL_PAIRS - 2 && b->index == POOL_PAIRS - 1,
 	      "the last two pairs were not handed out");
-	CHECK(a->owner == me && b->owner == me && a->rec[0].valid == 1 && b->rec[1].valid == 1,
+	ck_assert_msg(a->owner == me && b->owner == me && a->rec[0].valid == 1 && b->rec[1].valid == 1,
 	      "the last pairs are not set up");
 	refused_full(me, attempts, "a full pool");
 	/* The counter saturated: the hook, told 2^32 - 1, keeps it there. */
@@ -311,7 +311,7 @@ static int full(unsigned long attempts)
 	/* A pair given back serves the next take, then the pool is full again. */
 	otel__pool_give(a);
 	again = NULL;
-	CHECK(otel__pool_take(me, &again) == 0 && again == a,
+	ck_assert_msg(otel__pool_take(me, &again) == 0 && again == a,
 	      "a pair given back to a full pool was not taken again");
 	refused_full(me, 1000, "full again");
 	otel__pool_give(again);

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "counting-malloc.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "testenv.h"
 
@@ -93,7 +93,7 @@ static void *attacher(void *arg)
 	struct otel_thread_ctx_record want, before, got;
 	otel_thread_ctx *saved;
 
-	CHECK_OK(otel_thread_ctx_create(&saved));
+	ck_assert_int_eq(otel_thread_ctx_create(&saved), 0);
 	for (unsigned long r = 1; r <= rounds; r++) {
 		const struct otel_thread_ctx_record *mine;
 		int rc;
@@ -101,19 +101,19 @@ static void *attacher(void *arg)
 		wait_for(&attach_gate, r);
 		/* All threads at once, on one context. */
 		rc = otel_thread_ctx_attach(ctx, saved);
-		CHECK(rc == OTEL_THREAD_CTX_OK, "round %lu, thread %u: attach returned %d (%s)", r,
+		ck_assert_msg(rc == OTEL_THREAD_CTX_OK, "round %lu, thread %u: attach returned %d (%s)", r,
 		      me, rc, otel_thread_ctx_strerror(rc));
 		mine = otel_thread_ctx_v1;
 		expected(r, &want);
-		CHECK(mine != NULL && same_record(mine, &want),
+		ck_assert_msg(mine != NULL && same_record(mine, &want),
 		      "round %lu, thread %u: the slot does not lead to the context's record", r, me);
 		rc = otel_thread_ctx_get(saved, &got);
 		if (r == 1) {
-			CHECK(rc == OTEL_THREAD_CTX_ENOCTX, "round 1, thread %u: saved holds a "
+			ck_assert_msg(rc == OTEL_THREAD_CTX_ENOCTX, "round 1, thread %u: saved holds a "
 			      "record (%d), but nothing was published before", me, rc);
 		} else {
 			expected(r - 1, &before);
-			CHECK(rc == OTEL_THREAD_CTX_OK && same_record(&got, &before),
+			ck_assert_msg(rc == OTEL_THREAD_CTX_OK && same_record(&got, &before),
 			      "round %lu, thread %u: saved is not the last round's record (%d)", r,
 			      me, rc);
 		}
@@ -122,12 +122,12 @@ static void *attacher(void *arg)
 
 		/* The main thread edits the context and destroys it. */
 		wait_for(&check_gate, r);
-		CHECK(otel_thread_ctx_v1 == mine && same_record(mine, &want),
+		ck_assert_msg(otel_thread_ctx_v1 == mine && same_record(mine, &want),
 		      "round %lu, thread %u: the record changed when the context was edited and "
 		      "destroyed", r, me);
 		__atomic_fetch_add(&checked, 1, __ATOMIC_ACQ_REL);
 	}
-	CHECK_OK(otel_thread_ctx_detach(NULL));
+	ck_assert_int_eq(otel_thread_ctx_detach(NULL), 0);
 	otel_thread_ctx_destroy(saved);
 	return NULL;
 }
@@ -147,11 +147,11 @@ int main(int argc, char **argv)
 	rounds = argc > 1 ? strtoul(argv[1], NULL, 10) :
 			    env_count("OTEL_TEST_RACE_ROUNDS", 1000000) / 50;
 	nthreads = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 4;
-	CHECK(rounds > 0 && nthreads >= 2 && nthreads <= MAX_THREADS,
+	ck_assert_msg(rounds > 0 && nthreads >= 2 && nthreads <= MAX_THREADS,
 	      "usage: shared [rounds [threads 2-%d]]", MAX_THREADS);
 	slot_check = counting_malloc_check_slots(own_slot);
 	for (unsigned i = 0; i < nthreads; i++)
-		CHECK(pthread_create(&t[i], NULL, attacher, (void *)(uintptr_t)i) == 0,
+		ck_assert_msg(pthread_create(&t[i], NULL, attacher, (void *)(uintptr_t)i) == 0,
 		      "pthread_create");
 	for (unsigned long r = 1; r <= rounds; r++) {
 		struct otel_thread_ctx_record rec;
@@ -161,9 +161,9 @@ int main(int argc, char **argv)
 		attr.key = rec.attrs_data[0];
 		attr.len = rec.attrs_data[1];
 		attr.value = rec.attrs_data + 2;
-		CHECK_OK(otel_thread_ctx_create(&ctx));
-		CHECK_OK(otel_thread_ctx_set_ids(ctx, rec.trace_id, rec.span_id, rec.trace_flags));
-		CHECK_OK(otel_thread_ctx_set_attrs(ctx, &attr, 1));
+		ck_assert_int_eq(otel_thread_ctx_create(&ctx), 0);
+		ck_assert_int_eq(otel_thread_ctx_set_ids(ctx, rec.trace_id, rec.span_id, rec.trace_flags), 0);
+		ck_assert_int_eq(otel_thread_ctx_set_attrs(ctx, &attr, 1), 0);
 		__atomic_store_n(&attach_gate, r, __ATOMIC_RELEASE);
 		wait_for(&attached, r * nthreads);
 
@@ -177,21 +177,21 @@ int main(int argc, char **argv)
 				if (slots[k] == slots[i])
 					records_seen_shared++;
 			/* (A context takes less than 1 KiB.) */
-			CHECK(p + sizeof(struct otel_thread_ctx_record) <= c || p >= c + 1024,
+			ck_assert_msg(p + sizeof(struct otel_thread_ctx_record) <= c || p >= c + 1024,
 			      "round %lu: thread %u's slot leads into the context", r, i);
 		}
-		CHECK(records_seen_shared == 0, "round %lu: two threads publish one record", r);
+		ck_assert_msg(records_seen_shared == 0, "round %lu: two threads publish one record", r);
 		/* The context is a value: edited and destroyed while copies
 		 * of it are published. */
-		CHECK_OK(otel_thread_ctx_set_ids(ctx, other_trace, other_span, 1));
-		CHECK_OK(otel_thread_ctx_clear_attrs(ctx));
+		ck_assert_int_eq(otel_thread_ctx_set_ids(ctx, other_trace, other_span, 1), 0);
+		ck_assert_int_eq(otel_thread_ctx_clear_attrs(ctx), 0);
 		otel_thread_ctx_destroy(ctx);
 		ctx = NULL;
 		__atomic_store_n(&check_gate, r, __ATOMIC_RELEASE);
 		wait_for(&checked, r * nthreads);
 	}
 	for (unsigned i = 0; i < nthreads; i++)
-		CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
+		ck_assert_msg(pthread_join(t[i], NULL) == 0, "pthread_join");
 	printf("%lu rounds: %u threads attached one context at once, every attach succeeded, "
 	       "each thread published its own copy, unchanged when the context was edited and "
 	       "destroyed%s\n", rounds, nthreads,

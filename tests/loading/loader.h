@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "thread_pointer.h"
 
@@ -109,7 +109,7 @@ static inline void *loader_sym(void *handle, const char *name)
 {
 	void *p = dlsym(handle, name);
 
-	CHECK(p != NULL, "dlsym(%s): %s", name, dlerror());
+	ck_assert_msg(p != NULL, "dlsym(%s): %s", name, dlerror());
 	return p;
 }
 
@@ -208,7 +208,7 @@ static int find_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (info->dlpi_name == NULL || !module_is_library(info->dlpi_name))
 		return 0;
-	CHECK(strlen(info->dlpi_name) < sizeof(m->path), "path too long");
+	ck_assert_msg(strlen(info->dlpi_name) < sizeof(m->path), "path too long");
 	strcpy(m->path, info->dlpi_name);
 	m->base = info->dlpi_addr;
 	m->modid = info->dlpi_tls_modid;
@@ -251,7 +251,7 @@ static inline void *module_tls_data(const struct module *m)
 	struct tls_data_query q = { m->base, NULL, 0 };
 
 	dl_iterate_phdr(tls_data_cb, &q);
-	CHECK(q.found, "the library is no longer loaded");
+	ck_assert_msg(q.found, "the library is no longer loaded");
 	return q.data;
 }
 
@@ -271,15 +271,15 @@ static inline void for_each_tlsdesc(const char *path,
 	const ElfW(Ehdr) *eh;
 	const ElfW(Shdr) *sh;
 
-	CHECK(fd >= 0, "open %s", path);
-	CHECK(fstat(fd, &st) == 0, "fstat %s", path);
+	ck_assert_msg(fd >= 0, "open %s", path);
+	ck_assert_msg(fstat(fd, &st) == 0, "fstat %s", path);
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	CHECK(map != MAP_FAILED, "mmap %s", path);
+	ck_assert_msg(map != MAP_FAILED, "mmap %s", path);
 	close(fd);
 	eh = (const ElfW(Ehdr) *)map;
-	CHECK(memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64,
+	ck_assert_msg(memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64,
 	      "%s: not a 64-bit ELF file", path);
-	CHECK(eh->e_shoff != 0 && eh->e_shentsize == sizeof(ElfW(Shdr)),
+	ck_assert_msg(eh->e_shoff != 0 && eh->e_shentsize == sizeof(ElfW(Shdr)),
 	      "%s: no section headers", path);
 	sh = (const ElfW(Shdr) *)(map + eh->e_shoff);
 	for (unsigned i = 0; i < eh->e_shnum; i++) {
@@ -339,7 +339,7 @@ static inline void descriptor_cb(void *arg, const ElfW(Rela) *rela, const ElfW(S
 	struct descriptors *d = arg;
 
 	(void)sym;
-	CHECK(d->n < (int)(sizeof(d->desc) / sizeof(d->desc[0])), "too many TLSDESC "
+	ck_assert_msg(d->n < (int)(sizeof(d->desc) / sizeof(d->desc[0])), "too many TLSDESC "
 	      "relocations (%s)", name);
 	d->desc[d->n++] = (volatile uintptr_t *)(d->base + rela->r_offset);
 }
@@ -351,7 +351,7 @@ static inline struct descriptors module_descriptors(void *handle)
 	struct link_map *lm = NULL;
 
 	memset(&d, 0, sizeof(d));
-	CHECK(dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL, "dlinfo: %s", dlerror());
+	ck_assert_msg(dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL, "dlinfo: %s", dlerror());
 	d.base = lm->l_addr;
 	for_each_tlsdesc(lm->l_name, descriptor_cb, &d);
 	return d;
@@ -361,11 +361,11 @@ static inline struct descriptors module_descriptors(void *handle)
 static inline void find_module(struct module *m)
 {
 	memset(m, 0, sizeof(*m));
-	CHECK(dl_iterate_phdr(find_module_cb, m) == 1, "libotel-thread-ctx.so is not loaded");
-	CHECK(m->modid != 0 && m->tls_memsz >= 24, "module %s: TLS module id %zu, PT_TLS %zu bytes",
+	ck_assert_msg(dl_iterate_phdr(find_module_cb, m) == 1, "libotel-thread-ctx.so is not loaded");
+	ck_assert_msg(m->modid != 0 && m->tls_memsz >= 24, "module %s: TLS module id %zu, PT_TLS %zu bytes",
 	      m->path, m->modid, m->tls_memsz);
 	read_descriptor_relocation(m);
-	CHECK(m->ndesc >= 1, "%s: no TLSDESC relocation against otel_thread_ctx_v1", m->path);
+	ck_assert_msg(m->ndesc >= 1, "%s: no TLSDESC relocation against otel_thread_ctx_v1", m->path);
 }
 
 enum tls_path { PATH_STATIC, PATH_DYNAMIC, PATH_UNKNOWN };

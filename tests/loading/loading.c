@@ -30,7 +30,7 @@
 
 #include "counting-malloc.h"
 #include "loader.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "testenv.h"
 
@@ -61,7 +61,7 @@ static void check_published(const struct otel_thread_ctx_record *volatile *slot,
 	uint64_t seq = 0;
 	enum storm_read r = storm_classify(*slot, &seq);
 
-	CHECK(r == STORM_READ_OK && seq == n,
+	ck_assert_msg(r == STORM_READ_OK && seq == n,
 	      "reader sees %s record (sequence %llu), expected the complete record %llu",
 	      r == STORM_READ_NULL ? "no" : r == STORM_READ_INVALID ? "an invalid" :
 	      r == STORM_READ_TORN ? "a torn" : "a complete",
@@ -76,12 +76,12 @@ static void check_fields(const struct otel_thread_ctx_record *volatile *slot,
 {
 	const struct otel_thread_ctx_record *p = *slot;
 
-	CHECK(p != NULL && p->valid == 1, "after %s: no valid record published", after);
-	CHECK(memcmp(p->trace_id, r->trace_id, 16) == 0, "after %s: another trace id", after);
-	CHECK(memcmp(p->span_id, span, 8) == 0, "after %s: another span id", after);
-	CHECK(p->trace_flags == flags, "after %s: flags %u, expected %u", after, p->trace_flags,
+	ck_assert_msg(p != NULL && p->valid == 1, "after %s: no valid record published", after);
+	ck_assert_msg(memcmp(p->trace_id, r->trace_id, 16) == 0, "after %s: another trace id", after);
+	ck_assert_msg(memcmp(p->span_id, span, 8) == 0, "after %s: another span id", after);
+	ck_assert_msg(p->trace_flags == flags, "after %s: flags %u, expected %u", after, p->trace_flags,
 	      flags);
-	CHECK(p->attrs_data_size == r->attrs_data_size &&
+	ck_assert_msg(p->attrs_data_size == r->attrs_data_size &&
 	      memcmp(p->attrs_data, r->attrs_data, r->attrs_data_size) == 0,
 	      "after %s: other attributes", after);
 }
@@ -111,67 +111,67 @@ static void *work(void *arg)
 	block_before = module_tls_data(&mod);
 
 	/* Contexts touch no TLS. */
-	CHECK_OK(api.otel_thread_ctx_create(&ctx));
-	CHECK_OK(api.otel_thread_ctx_create(&saved));
+	ck_assert_int_eq(api.otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(api.otel_thread_ctx_create(&saved), 0);
 	storm_expected(n, &r);
-	CHECK_OK(loader_put(&api, ctx, &r));
+	ck_assert_int_eq(loader_put(&api, ctx, &r), 0);
 	/* The thread's first access to the library's TLS. */
-	CHECK_OK(api.otel_thread_ctx_update(ctx));
+	ck_assert_int_eq(api.otel_thread_ctx_update(ctx), 0);
 
 	block_after = module_tls_data(&mod);
 	slot = slot_address(lib);
 #ifdef __GLIBC__
 	if (expect == PATH_DYNAMIC)
-		CHECK(block_before == NULL && block_after != NULL,
+		ck_assert_msg(block_before == NULL && block_after != NULL,
 		      "dynamic TLS: the thread's block should appear with its first API call "
 		      "(before %p, after %p)", block_before, block_after);
 	else if (!w->early)
 		/* A thread created after the load gets the block with its
 		 * static TLS, before any access. */
-		CHECK(block_before != NULL && block_before == block_after,
+		ck_assert_msg(block_before != NULL && block_before == block_after,
 		      "static TLS: a new thread's block should exist from the start "
 		      "(before %p, after %p)", block_before, block_after);
 #else
 	/* musl sets up every thread's block when the module is loaded, and
 	 * copies it into every new thread: it never allocates on access. */
-	CHECK(block_before != NULL && block_before == block_after,
+	ck_assert_msg(block_before != NULL && block_before == block_after,
 	      "musl: the thread's block should exist before its first access "
 	      "(before %p, after %p)", block_before, block_after);
 #endif
 	if (block_after != NULL)
-		CHECK((uintptr_t)slot == (uintptr_t)block_after + mod.slot_value,
+		ck_assert_msg((uintptr_t)slot == (uintptr_t)block_after + mod.slot_value,
 		      "slot %p is not at offset %llu of the thread's block %p", (void *)slot,
 		      (unsigned long long)mod.slot_value, block_after);
 	/* The descriptor gives this thread's slot too. */
 	{
 		struct descriptor_facts f = read_descriptor(library_descriptor(&mod), &mod, slot);
 
-		CHECK(f.path == expect, "this thread finds the slot by the %s path, expected %s",
+		ck_assert_msg(f.path == expect, "this thread finds the slot by the %s path, expected %s",
 		      path_name(f.path), path_name(expect));
 	}
 #ifdef LOAD_LINKED
-	CHECK(slot == &otel_thread_ctx_v1, "dlsym() and the executable disagree on the slot");
+	ck_assert_msg(slot == &otel_thread_ctx_v1, "dlsym() and the executable disagree on the slot");
 #endif
 	check_published(slot, n);
 
 	/* Every path that changes what the thread publishes. */
 	storm_expected(++n, &r);
-	CHECK_OK(loader_put(&api, ctx, &r));
-	CHECK(*slot != NULL, "editing the context unpublished it");
+	ck_assert_int_eq(loader_put(&api, ctx, &r), 0);
+	ck_assert_msg(*slot != NULL, "editing the context unpublished it");
 	check_published(slot, n - 1);
-	CHECK_OK(api.otel_thread_ctx_attach(ctx, saved));
+	ck_assert_int_eq(api.otel_thread_ctx_attach(ctx, saved), 0);
 	check_published(slot, n);
 	storm_expected(n - 1, &r);
-	CHECK_OK(api.otel_thread_ctx_get(saved, &got));
-	CHECK(memcmp(&got, &r, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
+	ck_assert_int_eq(api.otel_thread_ctx_get(saved, &got), 0);
+	ck_assert_msg(memcmp(&got, &r, offsetof(struct otel_thread_ctx_record, attrs_data)) == 0 &&
 	      memcmp(got.attrs_data, r.attrs_data, r.attrs_data_size) == 0,
 	      "attach saved another record than the one published before");
-	CHECK_OK(api.otel_thread_ctx_detach(NULL));
-	CHECK(*slot == NULL, "detach left the slot at %p", (void *)*slot);
-	CHECK_OK(api.otel_thread_ctx_update(saved));
+	ck_assert_int_eq(api.otel_thread_ctx_detach(NULL), 0);
+	ck_assert_msg(*slot == NULL, "detach left the slot at %p", (void *)*slot);
+	ck_assert_int_eq(api.otel_thread_ctx_update(saved), 0);
 	check_published(slot, n - 1);
 	storm_expected(++n, &r);
-	CHECK_OK(loader_update_all(&api, &r));
+	ck_assert_int_eq(loader_update_all(&api, &r), 0);
 	check_published(slot, n);
 	/* The fast paths copy into the draft only what changed since it was
 	 * last published: away from record n and back, through a refusal
@@ -186,22 +186,22 @@ static void *work(void *arg)
 		/* The first entry is written into the draft, the second
 		 * refused. */
 		memset(long_value, 'z', sizeof(long_value));
-		CHECK_OK(api.otel_thread_ctx_update_span_id(other_span));
+		ck_assert_int_eq(api.otel_thread_ctx_update_span_id(other_span), 0);
 		check_fields(slot, &r, other_span, r.trace_flags, "update_span_id");
-		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags ^ 1));
+		ck_assert_int_eq(api.otel_thread_ctx_update_trace_flags(r.trace_flags ^ 1), 0);
 		check_fields(slot, &r, other_span, r.trace_flags ^ 1, "update_trace_flags");
-		CHECK(api.otel_thread_ctx_update_all(r.trace_id, r.span_id, r.trace_flags, dup, 2) ==
+		ck_assert_msg(api.otel_thread_ctx_update_all(r.trace_id, r.span_id, r.trace_flags, dup, 2) ==
 			      OTEL_THREAD_CTX_EDUPKEY,
 		      "update_all with a key twice was not refused");
 		check_fields(slot, &r, other_span, r.trace_flags ^ 1, "a refused update_all");
-		CHECK_OK(api.otel_thread_ctx_update_span_id(r.span_id));
+		ck_assert_int_eq(api.otel_thread_ctx_update_span_id(r.span_id), 0);
 		check_fields(slot, &r, r.span_id, r.trace_flags ^ 1, "update_span_id after it");
-		CHECK_OK(api.otel_thread_ctx_update_trace_flags(r.trace_flags));
+		ck_assert_int_eq(api.otel_thread_ctx_update_trace_flags(r.trace_flags), 0);
 		check_published(slot, n);
 	}
 	storm_expected(++n, &r);
-	CHECK_OK(loader_put(&api, ctx, &r));
-	CHECK_OK(api.otel_thread_ctx_update(ctx));
+	ck_assert_int_eq(loader_put(&api, ctx, &r), 0);
+	ck_assert_int_eq(api.otel_thread_ctx_update(ctx), 0);
 	check_published(slot, n);
 
 	/* The contexts go; what the thread publishes stays, and it exits
@@ -209,7 +209,7 @@ static void *work(void *arg)
 	api.otel_thread_ctx_destroy(ctx);
 	api.otel_thread_ctx_destroy(saved);
 	check_published(slot, n);
-	CHECK(pthread_setspecific(after_key, (void *)slot) == 0, "pthread_setspecific");
+	ck_assert_msg(pthread_setspecific(after_key, (void *)slot) == 0, "pthread_setspecific");
 	pthread_barrier_wait(&attached);
 	pthread_barrier_wait(&counted);
 	return NULL;
@@ -219,7 +219,7 @@ static void start(struct worker *w, int early, uint64_t seq)
 {
 	w->early = early;
 	w->seq = seq;
-	CHECK(pthread_create(&w->t, NULL, work, w) == 0, "pthread_create");
+	ck_assert_msg(pthread_create(&w->t, NULL, work, w) == 0, "pthread_create");
 }
 
 int main(int argc, char **argv)
@@ -242,9 +242,9 @@ int main(int argc, char **argv)
 			path = argv[i];
 	}
 #ifdef LOAD_LINKED
-	CHECK(path == NULL, "usage: %s --expect=static|dynamic", argv[0]);
+	ck_assert_msg(path == NULL, "usage: %s --expect=static|dynamic", argv[0]);
 #else
-	CHECK(path != NULL, "usage: %s LIBRARY --expect=static|dynamic", argv[0]);
+	ck_assert_msg(path != NULL, "usage: %s LIBRARY --expect=static|dynamic", argv[0]);
 #ifndef __GLIBC__
 	if (expect == PATH_STATIC)
 		skip("musl gives a dlopen()ed module dynamic TLS, never static TLS");
@@ -256,10 +256,10 @@ int main(int argc, char **argv)
 		late = 1;
 	/* The threads' stacks and the table: before any counting starts. */
 	workers = calloc(early + late, sizeof(*workers));
-	CHECK(workers != NULL, "calloc");
-	CHECK(pthread_barrier_init(&loaded, NULL, (unsigned)early + 1) == 0, "barrier");
-	CHECK(pthread_barrier_init(&attached, NULL, (unsigned)(early + late) + 1) == 0, "barrier");
-	CHECK(pthread_barrier_init(&counted, NULL, (unsigned)(early + late) + 1) == 0, "barrier");
+	ck_assert_msg(workers != NULL, "calloc");
+	ck_assert_msg(pthread_barrier_init(&loaded, NULL, (unsigned)early + 1) == 0, "barrier");
+	ck_assert_msg(pthread_barrier_init(&attached, NULL, (unsigned)(early + late) + 1) == 0, "barrier");
+	ck_assert_msg(pthread_barrier_init(&counted, NULL, (unsigned)(early + late) + 1) == 0, "barrier");
 
 	/* Threads that exist before the library is loaded. */
 	for (unsigned long i = 0; i < early; i++)
@@ -271,20 +271,20 @@ int main(int argc, char **argv)
 	printf("library linked at start-up\n");
 #else
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	CHECK(lib != NULL, "dlopen(%s): %s", path, dlerror());
+	ck_assert_msg(lib != NULL, "dlopen(%s): %s", path, dlerror());
 	loader_resolve(lib, &api);
 	printf("library dlopen()ed: %s\n", path);
 #endif
 	find_module(&mod);
 	counting_malloc_watch(mod.text_lo, mod.text_hi);
-	CHECK(pthread_key_create(&after_key, after_library_cleanup) == 0, "pthread_key_create");
+	ck_assert_msg(pthread_key_create(&after_key, after_library_cleanup) == 0, "pthread_key_create");
 
 	/* The path, from the main thread (its first access is dlsym()'s). */
 	f = read_descriptor(library_descriptor(&mod), &mod, slot_address(lib));
 	printf("%s: TLS module %zu, PT_TLS %zu bytes, %d TLSDESC relocation(s) against the slot\n",
 	       mod.path, mod.modid, mod.tls_memsz, mod.ndesc);
 	print_descriptor("slot descriptor", &f);
-	CHECK(f.path == expect, "the slot is on the %s TLS path, this test expects %s",
+	ck_assert_msg(f.path == expect, "the slot is on the %s TLS path, this test expects %s",
 	      path_name(f.path), path_name(expect));
 
 	heap_start = counting_malloc_heap_bytes();
@@ -298,25 +298,25 @@ int main(int argc, char **argv)
 	heap_attached = counting_malloc_heap_bytes();
 	if (mode == COUNTING_MALLOC_BLOCKS) {
 		/* Only create allocates: publishing never does. */
-		CHECK(counting_malloc_total() == (long)(2 * (early + late)),
+		ck_assert_msg(counting_malloc_total() == (long)(2 * (early + late)),
 		      "%ld blocks allocated by the library, for the %lu contexts of %lu threads",
 		      counting_malloc_total(), 2 * (early + late), early + late);
-		CHECK(live == 0, "%ld live blocks from the library while %lu threads publish "
+		ck_assert_msg(live == 0, "%ld live blocks from the library while %lu threads publish "
 		      "and hold no context", live, early + late);
 	} else if (mode == COUNTING_MALLOC_SANITIZER) {
 		size_t grown = heap_attached > heap_start ? heap_attached - heap_start : 0;
 
 		/* What the loader and the thread library allocate for a
 		 * thread (a DTV, a dynamic TLS block) is less than a record. */
-		CHECK(grown < (early + late) * RECORD,
+		ck_assert_msg(grown < (early + late) * RECORD,
 		      "the heap grew by %zu bytes while %lu threads publish and hold no context: "
 		      "records on the heap", grown, early + late);
 	}
 	pthread_barrier_wait(&counted);
 	for (unsigned long i = 0; i < early + late; i++)
-		CHECK(pthread_join(workers[i].t, NULL) == 0, "pthread_join");
+		ck_assert_msg(pthread_join(workers[i].t, NULL) == 0, "pthread_join");
 
-	CHECK(slot_not_null_at_exit == 0, "%lu exiting threads still published a record after "
+	ck_assert_msg(slot_not_null_at_exit == 0, "%lu exiting threads still published a record after "
 	      "the library's cleanup", slot_not_null_at_exit);
 	printf("%lu threads (%lu created before the load) exited while they published; ",
 	       early + late, early);
@@ -324,7 +324,7 @@ int main(int argc, char **argv)
 		live = counting_malloc_live();
 		printf("library blocks: %ld allocated (the contexts), %ld live\n",
 		       counting_malloc_total(), live);
-		CHECK(live == 0, "%ld blocks of the library are live after the threads exited",
+		ck_assert_msg(live == 0, "%ld blocks of the library are live after the threads exited",
 		      live);
 	} else if (mode == COUNTING_MALLOC_SANITIZER) {
 		/* The sanitizer's allocator counts bytes, the loader's and the
@@ -336,7 +336,7 @@ int main(int argc, char **argv)
 
 		printf("heap in use (the sanitizer's count): %zu bytes before, %zu while they "
 		       "published, %zu after\n", heap_start, heap_attached, heap_end);
-		CHECK(grown < (early + late) * RECORD,
+		ck_assert_msg(grown < (early + late) * RECORD,
 		      "the heap grew by %zu bytes over %lu exited threads", grown, early + late);
 	} else {
 		printf("malloc is replaced by a tool (valgrind): its leak check at exit decides\n");

@@ -66,7 +66,7 @@
 #include <string.h>
 
 #include "loader.h"
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 
 static struct otel_api api;
@@ -98,7 +98,7 @@ static uint64_t (*hostile_count)(void);
 static void check_hostile_calls(uint64_t before, const char *who)
 {
 	if (hostile)
-		CHECK(hostile_count() > before, "%s: the hostile resolver was not called", who);
+		ck_assert_msg(hostile_count() > before, "%s: the hostile resolver was not called", who);
 }
 
 /* --- part (a) --- */
@@ -112,17 +112,17 @@ static void check_accessor(void)
 
 	lost = accessor_vectors(&at);
 	slot = slot_address(lib);
-	CHECK(at == (void *)slot, "the access computed %p, the slot is at %p", at, (void *)slot);
-	CHECK(lost == 0, "%d values held in vector registers across the access (or where the "
+	ck_assert_msg(at == (void *)slot, "the access computed %p, the slot is at %p", at, (void *)slot);
+	ck_assert_msg(lost == 0, "%d values held in vector registers across the access (or where the "
 	      "compiler put them to keep them) were lost", lost);
 	lost = accessor_integers(&at);
-	CHECK(lost == 0, "%d values held in general registers across the access (or where the "
+	ck_assert_msg(lost == 0, "%d values held in general registers across the access (or where the "
 	      "compiler put them to keep them) were lost", lost);
 #if defined(__x86_64__)
 	lost = accessor_red_zone(&at);
-	CHECK(lost == 0, "%d words of a leaf function's red zone lost across the access", lost);
+	ck_assert_msg(lost == 0, "%d words of a leaf function's red zone lost across the access", lost);
 #endif
-	CHECK(at == (void *)slot, "the access computed %p, the slot is at %p", at, (void *)slot);
+	ck_assert_msg(at == (void *)slot, "the access computed %p, the slot is at %p", at, (void *)slot);
 	check_hostile_calls(calls, "the accessor module's access");
 }
 
@@ -169,7 +169,7 @@ static int same(vec a, vec b)
 #define HOLD_EXTRA_END                                                         \
 	__asm__ volatile("" : "+w"(d8_), "+w"(d9_), "+w"(d10_), "+w"(d11_),    \
 			 "+w"(d12_), "+w"(d13_), "+w"(d14_), "+w"(d15_));      \
-	CHECK(d8_ == 8.125 && d9_ == -9.375 && d10_ == 10.5 && d11_ == -11.75 && \
+	ck_assert_msg(d8_ == 8.125 && d9_ == -9.375 && d10_ == 10.5 && d11_ == -11.75 && \
 		      d12_ == 12.25 && d13_ == -13.625 && d14_ == 14.875 &&   \
 		      d15_ == -15.0625,                                        \
 	      "d8-d15 changed across %s", what);
@@ -188,9 +188,9 @@ static int same(vec a, vec b)
 		rc_ = (expr);                                                  \
 		PIN(a, b, c, d);                                               \
 		HOLD_EXTRA_END                                                 \
-		CHECK(same(a, make(1)) && same(b, make(2)) && same(c, make(3)) && \
+		ck_assert_msg(same(a, make(1)) && same(b, make(2)) && same(c, make(3)) && \
 		      same(d, make(4)), "vector values changed across %s", what); \
-		CHECK(rc_ == 0, "%s returned %d", what, rc_);                  \
+		ck_assert_msg(rc_ == 0, "%s returned %d", what, rc_);                  \
 		calls++;                                                       \
 	} while (0)
 
@@ -199,7 +199,7 @@ static void check_published(const struct otel_thread_ctx_record *volatile *slot,
 	uint64_t seq = 0;
 	enum storm_read r = storm_classify(*slot, &seq);
 
-	CHECK(r == STORM_READ_OK && seq == n, "reader sees read kind %d (sequence %llu), "
+	ck_assert_msg(r == STORM_READ_OK && seq == n, "reader sees read kind %d (sequence %llu), "
 	      "expected the complete record %llu", (int)r, (unsigned long long)seq,
 	      (unsigned long long)n);
 }
@@ -214,10 +214,10 @@ static unsigned long check_caller(uint64_t n)
 	unsigned long calls = 0;
 
 	/* create and the setters do not touch TLS. */
-	CHECK_OK(api.otel_thread_ctx_create(&ctx));
-	CHECK_OK(api.otel_thread_ctx_create(&saved));
+	ck_assert_int_eq(api.otel_thread_ctx_create(&ctx), 0);
+	ck_assert_int_eq(api.otel_thread_ctx_create(&saved), 0);
 	storm_expected(n, &r);
-	CHECK_OK(loader_put(&api, ctx, &r));
+	ck_assert_int_eq(loader_put(&api, ctx, &r), 0);
 	CALL(api.otel_thread_ctx_update(ctx));
 	slot = slot_address(lib);
 	check_published(slot, n);
@@ -227,7 +227,7 @@ static unsigned long check_caller(uint64_t n)
 	CALL(api.otel_thread_ctx_attach(ctx, saved));
 	check_published(slot, n);
 	CALL(api.otel_thread_ctx_detach(NULL));
-	CHECK(*slot == NULL, "detach left a record published");
+	ck_assert_msg(*slot == NULL, "detach left a record published");
 	CALL(api.otel_thread_ctx_update(saved));
 	check_published(slot, n - 1);
 	CALL(api.otel_thread_ctx_save(saved));
@@ -238,7 +238,7 @@ static unsigned long check_caller(uint64_t n)
 	CALL(api.otel_thread_ctx_update_span_id(r.span_id));
 	check_published(slot, n);
 	CALL(api.otel_thread_ctx_detach(saved));
-	CHECK(*slot == NULL, "detach left a record published");
+	ck_assert_msg(*slot == NULL, "detach left a record published");
 	CALL(api.otel_thread_ctx_update(saved));
 	check_published(slot, n);
 	CALL(api.otel_thread_ctx_detach(NULL));
@@ -275,7 +275,7 @@ static void *worker(void *arg)
 	w->block_in_first = before == NULL && after != NULL;
 #ifdef __GLIBC__
 	if (expect == PATH_DYNAMIC)
-		CHECK(w->block_in_first, "the thread's TLS block should appear with its first "
+		ck_assert_msg(w->block_in_first, "the thread's TLS block should appear with its first "
 		      "access (before %p, after %p)", before, after);
 #endif
 	if (w->early)
@@ -300,12 +300,12 @@ static int install_hostile(void *handle, const char *what)
 {
 	struct descriptors d = module_descriptors(handle);
 
-	CHECK(d.n > 0, "%s has no TLS descriptor", what);
+	ck_assert_msg(d.n > 0, "%s has no TLS descriptor", what);
 	for (int i = 0; i < d.n; i++) {
 		int rc = hostile_install(d.desc[i]);
 
-		CHECK(rc != -1, "%s: cannot make descriptor %p writable", what, (void *)d.desc[i]);
-		CHECK(rc != -2, "%s: descriptor %p has another resolver than the others", what,
+		ck_assert_msg(rc != -1, "%s: cannot make descriptor %p writable", what, (void *)d.desc[i]);
+		ck_assert_msg(rc != -2, "%s: descriptor %p has another resolver than the others", what,
 		      (void *)d.desc[i]);
 	}
 	return d.n;
@@ -329,7 +329,7 @@ int main(int argc, char **argv)
 		else
 			mode = argv[i];
 	}
-	CHECK(mode != NULL && (strcmp(mode, "caller") == 0 || strcmp(mode, "hostile") == 0),
+	ck_assert_msg(mode != NULL && (strcmp(mode, "caller") == 0 || strcmp(mode, "hostile") == 0),
 	      "usage: %s LIBRARY ACCESSOR-MODULE caller|hostile --expect=static|dynamic",
 	      argv[0]);
 	hostile = strcmp(mode, "hostile") == 0;
@@ -338,14 +338,14 @@ int main(int argc, char **argv)
 		skip("musl gives a dlopen()ed module dynamic TLS, never static TLS");
 #endif
 
-	CHECK(pthread_barrier_init(&loaded, NULL, 2) == 0, "barrier");
-	CHECK(pthread_create(&early.t, NULL, worker, &early) == 0, "pthread_create");
+	ck_assert_msg(pthread_barrier_init(&loaded, NULL, 2) == 0, "barrier");
+	ck_assert_msg(pthread_create(&early.t, NULL, worker, &early) == 0, "pthread_create");
 
 	lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
-	CHECK(lib != NULL, "dlopen(%s): %s", lib_path, dlerror());
+	ck_assert_msg(lib != NULL, "dlopen(%s): %s", lib_path, dlerror());
 	loader_resolve(lib, &api);
 	accessor = dlopen(accessor_path, RTLD_NOW | RTLD_LOCAL);
-	CHECK(accessor != NULL, "dlopen(%s): %s", accessor_path, dlerror());
+	ck_assert_msg(accessor != NULL, "dlopen(%s): %s", accessor_path, dlerror());
 	ACCESSOR_FN(accessor_vectors);
 	ACCESSOR_FN(accessor_integers);
 #if defined(__x86_64__)
@@ -359,15 +359,15 @@ int main(int argc, char **argv)
 		const struct otel_thread_ctx_record *volatile *slot = slot_address(lib);
 		struct descriptors d = module_descriptors(accessor);
 
-		CHECK(d.n == 1, "the accessor module has %d TLS descriptors, expected 1", d.n);
+		ck_assert_msg(d.n == 1, "the accessor module has %d TLS descriptors, expected 1", d.n);
 		lf = read_descriptor(library_descriptor(&mod), &mod, slot);
 		af = read_descriptor(d.desc[0], &mod, slot);
 	}
 	print_descriptor("library's slot descriptor ", &lf);
 	print_descriptor("accessor's slot descriptor", &af);
-	CHECK(lf.path == expect, "the library's slot is on the %s TLS path, this test expects %s",
+	ck_assert_msg(lf.path == expect, "the library's slot is on the %s TLS path, this test expects %s",
 	      path_name(lf.path), path_name(expect));
-	CHECK(af.path == lf.path && af.resolver == lf.resolver,
+	ck_assert_msg(af.path == lf.path && af.resolver == lf.resolver,
 	      "the accessor module's descriptor does not take the library's path");
 	if (hostile) {
 		int nl = install_hostile(lib, "the library");
@@ -378,9 +378,9 @@ int main(int argc, char **argv)
 	}
 
 	pthread_barrier_wait(&loaded);
-	CHECK(pthread_join(early.t, NULL) == 0, "pthread_join");
-	CHECK(pthread_create(&late.t, NULL, worker, &late) == 0, "pthread_create");
-	CHECK(pthread_join(late.t, NULL) == 0, "pthread_join");
+	ck_assert_msg(pthread_join(early.t, NULL) == 0, "pthread_join");
+	ck_assert_msg(pthread_create(&late.t, NULL, worker, &late) == 0, "pthread_create");
+	ck_assert_msg(pthread_join(late.t, NULL) == 0, "pthread_join");
 	report("before", &early);
 	report("after ", &late);
 	if (hostile)

@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "mn-record.h"
 #include "otel_thread_ctx_inspect.h"
 #include "testenv.h"
@@ -65,10 +65,10 @@ static void start_target(const char *path)
 	int out[2];
 
 	snprintf(tasks, sizeof(tasks), "%u", TASKS);
-	CHECK(pipe(out) == 0, "pipe: %s", strerror(errno));
+	ck_assert_msg(pipe(out) == 0, "pipe: %s", strerror(errno));
 	fflush(NULL);
 	target = fork();
-	CHECK(target >= 0, "fork: %s", strerror(errno));
+	ck_assert_msg(target >= 0, "fork: %s", strerror(errno));
 	if (target == 0) {
 		/* Ends with this test, whatever happens to it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -91,8 +91,7 @@ static void start_target(const char *path)
 			int status = 0;
 			pid_t w = waitpid(target, &status, 0);
 
-			mt_fail(__FILE__, __LINE__,
-				"the scheduler ended before it ran (%s; see its stderr): %s 0x%x",
+			ck_abort_msg("the scheduler ended before it ran (%s; see its stderr): %s 0x%x",
 				got < 0 ? strerror(errno) : "end of its output",
 				w == target ? "exit status" : "not reaped, waitpid", w == target ? status : errno);
 		}
@@ -102,7 +101,7 @@ static void start_target(const char *path)
 	}
 	line[len] = '\0';
 	printf("%s\n", line);
-	CHECK(strncmp(line, "mn-scheduler: pid ", 18) == 0, "the scheduler said \"%s\"", line);
+	ck_assert_msg(strncmp(line, "mn-scheduler: pid ", 18) == 0, "the scheduler said \"%s\"", line);
 }
 
 /* Ends the scheduler with SIGTERM: it prints its summary (shown here) and
@@ -113,16 +112,16 @@ static void stop_target(void)
 	ssize_t got;
 	int status;
 
-	CHECK(kill(target, SIGTERM) == 0, "kill: %s", strerror(errno));
+	ck_assert_msg(kill(target, SIGTERM) == 0, "kill: %s", strerror(errno));
 	while ((got = read(target_out, buf, sizeof(buf))) != 0) {
 		if (got < 0 && errno == EINTR)
 			continue;
-		CHECK(got > 0, "read: %s", strerror(errno));
+		ck_assert_msg(got > 0, "read: %s", strerror(errno));
 		fwrite(buf, 1, (size_t)got, stdout);
 	}
 	close(target_out);
-	CHECK(waitpid(target, &status, 0) == target, "waitpid: %s", strerror(errno));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	ck_assert_msg(waitpid(target, &status, 0) == target, "waitpid: %s", strerror(errno));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the scheduler did not end well after the inspection (status 0x%x)", status);
 }
 
@@ -144,7 +143,7 @@ static unsigned key_index(otel_thread_ctx_inspector *insp, const char *name)
 		printf(" \"%s\"", otel_thread_ctx_inspect_key_name(insp, i));
 	printf("\n");
 	kill(target, SIGKILL);
-	mt_fail(__FILE__, __LINE__, "the process context names no key \"%s\"", name);
+	ck_abort_msg("the process context names no key \"%s\"", name);
 }
 
 static double now_s(void)
@@ -182,7 +181,7 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "--skip") == 0)
 		skip("%s", argv[2]);
-	CHECK(argc == 2, "usage: test-mn-inspect [--skip REASON] MN_SCHEDULER");
+	ck_assert_msg(argc == 2, "usage: test-mn-inspect [--skip REASON] MN_SCHEDULER");
 	for (unsigned t = 0; t < TASKS; t++)
 		if (mn_is_batch(t) && mn_job_of(t) >= jobs)
 			jobs = mn_job_of(t) + 1;
@@ -191,7 +190,7 @@ int main(int argc, char **argv)
 	rc = otel_thread_ctx_inspect_open(target, &insp);
 	if (rc != 0) {
 		kill(target, SIGKILL);
-		mt_fail(__FILE__, __LINE__, "inspect_open: %s (%d)", otel_thread_ctx_inspect_strerror(rc),
+		ck_abort_msg("inspect_open: %s (%d)", otel_thread_ctx_inspect_strerror(rc),
 			rc);
 	}
 	{
@@ -276,9 +275,9 @@ int main(int argc, char **argv)
 	       "shared one (%lu times on two workers at once), %lu without context, %lu threads "
 	       "gone, %lu wrong\n",
 	       rounds, now_s() - start, task, distinct, twice, job, shared, none, gone, bad);
-	CHECK(rc == 0, "inspect_threads: %s", otel_thread_ctx_inspect_strerror(rc));
-	CHECK(bad == 0, "%lu wrong reads", bad);
-	CHECK(task + job >= want, "only %lu records in 30 s", task + job);
-	CHECK(task > 0 && job > 0, "no record of a task's own context, or of a job's");
+	ck_assert_msg(rc == 0, "inspect_threads: %s", otel_thread_ctx_inspect_strerror(rc));
+	ck_assert_msg(bad == 0, "%lu wrong reads", bad);
+	ck_assert_msg(task + job >= want, "only %lu records in 30 s", task + job);
+	ck_assert_msg(task > 0 && job > 0, "no record of a task's own context, or of a job's");
 	return 0;
 }

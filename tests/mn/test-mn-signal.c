@@ -38,7 +38,7 @@
 #include <errno.h>
 #include <semaphore.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "mn-record.h"
 #include "testenv.h"
 
@@ -70,9 +70,9 @@ static void check_task0(const char *who, unsigned span, uint8_t flags)
 	struct mn_keys keys = keys_of(&hand);
 	struct mn_who w;
 
-	CHECK(r != NULL, "%s: the thread publishes nothing", who);
-	CHECK(mn_identify(r, &keys, &w), "%s: not the record of one task or job", who);
-	CHECK(w.kind == MN_TASK && w.number == 0 && w.round == 1 && w.span == span &&
+	ck_assert_msg(r != NULL, "%s: the thread publishes nothing", who);
+	ck_assert_msg(mn_identify(r, &keys, &w), "%s: not the record of one task or job", who);
+	ck_assert_msg(w.kind == MN_TASK && w.number == 0 && w.round == 1 && w.span == span &&
 	      r->trace_flags == flags,
 	      "%s: task %u, request %llu, span %u, flags %u; expected task 0, request 1, "
 	      "span %u, flags %u", who, w.number, (unsigned long long)w.round, w.span,
@@ -82,7 +82,7 @@ static void check_task0(const char *who, unsigned span, uint8_t flags)
 static void wait_turn(int me)
 {
 	while (sem_wait(&turn[me]) != 0)
-		CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+		ck_assert_msg(errno == EINTR, "sem_wait: %s", strerror(errno));
 }
 
 static void *hand_worker1(void *arg)
@@ -94,7 +94,7 @@ static void *hand_worker1(void *arg)
 	(void)arg;
 	current_worker = w;
 	t = runq_pop(&hand.runq);
-	CHECK(t == &hand.tasks[0], "worker 1 did not get task 0");
+	ck_assert_msg(t == &hand.tasks[0], "worker 1 did not get task 0");
 	decided = sampled(t);
 	resume(w, t);
 	check_task0("worker 1, resumed", 1, 0);
@@ -110,17 +110,17 @@ static void *hand_worker1(void *arg)
 	wait_turn(0);
 	/* Worker 2 ran a step and put the task back: it resumes here, where
 	 * worker 2 left it (in its child span). */
-	CHECK(otel_thread_ctx_v1 == kept && memcmp(kept, &kept_copy, sizeof(kept_copy)) == 0,
+	ck_assert_msg(otel_thread_ctx_v1 == kept && memcmp(kept, &kept_copy, sizeof(kept_copy)) == 0,
 	      "worker 1's record changed while it ran nothing");
 	t = runq_pop(&hand.runq);
-	CHECK(t == &hand.tasks[0], "worker 1 did not get task 0 back");
+	ck_assert_msg(t == &hand.tasks[0], "worker 1 did not get task 0 back");
 	resume(w, t);
 	check_task0("worker 1, resumed after worker 2", 2, decided);
 	t->step(t); /* DB_DONE: back to the root span, saved on worker 2 */
 	check_task0("worker 1, the child span ended", 1, decided);
 	suspend(w, t);
 	go_idle(w);
-	CHECK(otel_thread_ctx_v1 == NULL, "worker 1 publishes after go_idle()");
+	ck_assert_msg(otel_thread_ctx_v1 == NULL, "worker 1 publishes after go_idle()");
 	sem_post(&turn[1]);
 	return NULL;
 }
@@ -135,24 +135,24 @@ static void *hand_worker2(void *arg)
 	current_worker = w;
 	wait_turn(1);
 	t = runq_pop(&hand.runq);
-	CHECK(t == &hand.tasks[0], "worker 2 did not get task 0");
+	ck_assert_msg(t == &hand.tasks[0], "worker 2 did not get task 0");
 	decided = sampled(t);
-	CHECK(__atomic_load_n(&t->shown, __ATOMIC_RELAXED) == 1,
+	ck_assert_msg(__atomic_load_n(&t->shown, __ATOMIC_RELAXED) == 1,
 	      "task 0 is published by %u workers, expected worker 1", t->shown);
 	/* Worker 1 has not published anything else: it still shows the task.
 	 * Resuming it here just works (check() ends the program otherwise). */
 	resume(w, t);
-	CHECK(w->overlaps == 1 && __atomic_load_n(&t->shown, __ATOMIC_RELAXED) == 2,
+	ck_assert_msg(w->overlaps == 1 && __atomic_load_n(&t->shown, __ATOMIC_RELAXED) == 2,
 	      "the resume was not counted as one while worker 1 publishes the task");
 	check_task0("worker 2, resumed while worker 1 publishes it", 1, decided);
-	CHECK(otel_thread_ctx_v1 != kept, "the two threads publish one record");
-	CHECK(memcmp(otel_thread_ctx_v1, &kept_copy, offsetof(struct otel_thread_ctx_record,
+	ck_assert_msg(otel_thread_ctx_v1 != kept, "the two threads publish one record");
+	ck_assert_msg(memcmp(otel_thread_ctx_v1, &kept_copy, offsetof(struct otel_thread_ctx_record,
 							      attrs_data) +
 						       kept_copy.attrs_data_size) == 0,
 	      "worker 2 does not publish what worker 1 publishes");
 	t->step(t); /* DB_QUERY: a child span */
 	check_task0("worker 2, in the child span", 2, decided);
-	CHECK(memcmp(kept, &kept_copy, sizeof(kept_copy)) == 0,
+	ck_assert_msg(memcmp(kept, &kept_copy, sizeof(kept_copy)) == 0,
 	      "worker 2's child span changed worker 1's record");
 	suspend(w, t);
 	sem_post(&turn[0]);
@@ -162,7 +162,7 @@ static void *hand_worker2(void *arg)
 	 * span it published last. */
 	check_task0("worker 2, the task running on worker 1", 2, decided);
 	go_idle(w);
-	CHECK(otel_thread_ctx_v1 == NULL, "worker 2 publishes after go_idle()");
+	ck_assert_msg(otel_thread_ctx_v1 == NULL, "worker 2 publishes after go_idle()");
 	return NULL;
 }
 
@@ -171,14 +171,14 @@ static void handover(void)
 	pthread_t t1, t2;
 
 	scheduler_init(&hand, 2, 1);
-	CHECK(sem_init(&turn[0], 0, 0) == 0 && sem_init(&turn[1], 0, 0) == 0, "sem_init: %s",
+	ck_assert_msg(sem_init(&turn[0], 0, 0) == 0 && sem_init(&turn[1], 0, 0) == 0, "sem_init: %s",
 	      strerror(errno));
-	CHECK(pthread_create(&t1, NULL, hand_worker1, NULL) == 0, "pthread_create");
-	CHECK(pthread_create(&t2, NULL, hand_worker2, NULL) == 0, "pthread_create");
-	CHECK(pthread_join(t1, NULL) == 0 && pthread_join(t2, NULL) == 0, "pthread_join");
-	CHECK(hand.tasks[0].shown == 0, "task 0 is still counted as published %u times",
+	ck_assert_msg(pthread_create(&t1, NULL, hand_worker1, NULL) == 0, "pthread_create");
+	ck_assert_msg(pthread_create(&t2, NULL, hand_worker2, NULL) == 0, "pthread_create");
+	ck_assert_msg(pthread_join(t1, NULL) == 0 && pthread_join(t2, NULL) == 0, "pthread_join");
+	ck_assert_msg(hand.tasks[0].shown == 0, "task 0 is still counted as published %u times",
 	      hand.tasks[0].shown);
-	CHECK(hand.tasks[0].migrations == 2, "task 0 moved %lu times, expected 2",
+	ck_assert_msg(hand.tasks[0].migrations == 2, "task 0 moved %lu times, expected 2",
 	      hand.tasks[0].migrations);
 	printf("hand-over: worker 2 resumed task 0 while worker 1 still published it; each "
 	       "published its own copy, and a child span on worker 2 left worker 1's record "
@@ -312,12 +312,12 @@ int main(void)
 
 	handover();
 
-	CHECK(sem_init(&sample_taken, 0, 0) == 0, "sem_init: %s", strerror(errno));
+	ck_assert_msg(sem_init(&sample_taken, 0, 0) == 0, "sem_init: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sample;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	CHECK(sigaction(SIGPROF, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+	ck_assert_msg(sigaction(SIGPROF, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
 
 	/* Returns once every worker runs (and so knows it is one). */
 	scheduler_start(&sched, WORKERS, TASKS);
@@ -333,7 +333,7 @@ int main(void)
 				continue;
 			mark[i] = now;
 			rc = pthread_kill(sched.workers[i].thread, SIGPROF);
-			CHECK(rc == 0, "pthread_kill: %s", strerror(rc));
+			ck_assert_msg(rc == 0, "pthread_kill: %s", strerror(rc));
 			sent_to[i]++;
 			sent++;
 		}
@@ -370,15 +370,15 @@ int main(void)
 		       (unsigned long long)mn_get_be(first.rec.span_id, 8), first.rec.trace_flags,
 		       first.who.kind, first.who.number, (unsigned long long)first.who.round,
 		       first.who.span);
-	CHECK(counts.torn == 0, "%lu samples were not the record of one task or job", counts.torn);
-	CHECK(counts.wrong == 0, "%lu samples named a task this worker neither runs nor ran last",
+	ck_assert_msg(counts.torn == 0, "%lu samples were not the record of one task or job", counts.torn);
+	ck_assert_msg(counts.wrong == 0, "%lu samples named a task this worker neither runs nor ran last",
 	      counts.wrong);
-	CHECK(counts.elsewhere == 0, "%lu records found on threads that are no workers",
+	ck_assert_msg(counts.elsewhere == 0, "%lu records found on threads that are no workers",
 	      counts.elsewhere);
-	CHECK(handled() >= want, "only %lu samples of %lu in 120 s", handled(), want);
+	ck_assert_msg(handled() >= want, "only %lu samples of %lu in 120 s", handled(), want);
 	/* The samples caught both kinds of context, and tasks moved. */
-	CHECK(counts.task > 0 && counts.job > 0, "no sample of a task's own context, or of a job's");
-	CHECK(migrations > 0, "no task ever moved to another worker");
+	ck_assert_msg(counts.task > 0 && counts.job > 0, "no sample of a task's own context, or of a job's");
+	ck_assert_msg(migrations > 0, "no task ever moved to another worker");
 	scheduler_free(&sched);
 	return 0;
 }

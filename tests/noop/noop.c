@@ -7,14 +7,14 @@
  */
 #include <string.h>
 
-#include "minitest.h"
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
 #include "otel_thread_ctx_process.h"
 
 #define UNSUPPORTED(call)                                                       \
 	do {                                                                    \
 		int rc_ = (call);                                               \
-		CHECK(rc_ == OTEL_THREAD_CTX_EUNSUPPORTED, "%s returned %d (%s)", #call, rc_, \
+		ck_assert_msg(rc_ == OTEL_THREAD_CTX_EUNSUPPORTED, "%s returned %d (%s)", #call, rc_, \
 		      otel_thread_ctx_strerror(rc_));                           \
 	} while (0)
 
@@ -32,9 +32,9 @@ int main(void)
 	unsigned int key;
 
 	UNSUPPORTED(otel_thread_ctx_create(&ctx));
-	CHECK(ctx == NULL, "create stored a context");
+	ck_assert_msg(ctx == NULL, "create stored a context");
 	UNSUPPORTED(otel_thread_ctx_create_with(&ctx, &o));
-	CHECK(ctx == NULL, "create_with stored a context");
+	ck_assert_msg(ctx == NULL, "create_with stored a context");
 	otel_thread_ctx_destroy(NULL);
 	UNSUPPORTED(otel_thread_ctx_set_ids(ctx, trace, span, 1));
 	UNSUPPORTED(otel_thread_ctx_set_span_id(ctx, span));
@@ -61,25 +61,25 @@ int main(void)
 	UNSUPPORTED(otel_thread_ctx_process_unpublish());
 	UNSUPPORTED(otel_thread_ctx_process_query(&info));
 	UNSUPPORTED(otel_thread_ctx_process_copy(&hdr, &payload));
-	CHECK(payload == NULL, "process_copy stored a payload");
+	ck_assert_msg(payload == NULL, "process_copy stored a payload");
 	UNSUPPORTED(otel_thread_ctx_self_check(&sc));
-	CHECK(sc.status == OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED && sc.reason[0] != '\0',
+	ck_assert_msg(sc.status == OTEL_THREAD_CTX_SELF_CHECK_NOT_EXPORTED && sc.reason[0] != '\0',
 	      "self-check status %d", sc.status);
 
 	/* Nothing was published: the slot and the reader say so. */
-	CHECK(otel_thread_ctx_v1 == NULL, "the slot is not NULL");
+	ck_assert_msg(otel_thread_ctx_v1 == NULL, "the slot is not NULL");
 	memset(&rec, 0xab, sizeof(rec));
 	before = rec;
-	CHECK(otel_thread_ctx_read(&rec) == OTEL_THREAD_CTX_ENOCTX, "read found a record");
-	CHECK(memcmp(&rec, &before, sizeof(rec)) == 0, "read wrote into its output");
+	ck_assert_msg(otel_thread_ctx_read(&rec) == OTEL_THREAD_CTX_ENOCTX, "read found a record");
+	ck_assert_msg(memcmp(&rec, &before, sizeof(rec)) == 0, "read wrote into its output");
 
 	/* What is plain C works as everywhere. */
-	CHECK(otel_thread_ctx_key_register("http.route", &key) == 0 && key == 0,
+	ck_assert_msg(otel_thread_ctx_key_register("http.route", &key) == 0 && key == 0,
 	      "the key registry does not work");
 	memset(&rec, 0, sizeof(rec));
 	rec.valid = 1;
-	CHECK(otel_thread_ctx_record_decode(&rec, 28, &before) == 0, "decode refused a record");
-	CHECK(strcmp(otel_thread_ctx_strerror(OTEL_THREAD_CTX_EUNSUPPORTED),
+	ck_assert_msg(otel_thread_ctx_record_decode(&rec, 28, &before) == 0, "decode refused a record");
+	ck_assert_msg(strcmp(otel_thread_ctx_strerror(OTEL_THREAD_CTX_EUNSUPPORTED),
 		     "unknown otel-thread-ctx error") != 0,
 	      "EUNSUPPORTED has no text");
 	return 0;

@@ -10,17 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check-lite.h"
 #include "otel_thread_ctx.h"
-
-static int failures;
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                              \
-		}                                                                \
-	} while (0)
 
 static const uint8_t trace[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 static const uint8_t span[8] = {1, 1, 2, 3, 5, 8, 13, 21};
@@ -30,8 +21,8 @@ static void same_as_before(const struct otel_thread_ctx_record *before)
 {
 	struct otel_thread_ctx_record now;
 
-	CHECK(otel_thread_ctx_read(&now) == OTEL_THREAD_CTX_OK);
-	CHECK(memcmp(&now, before, 28u + before->attrs_data_size) == 0);
+	ck_assert(otel_thread_ctx_read(&now) == OTEL_THREAD_CTX_OK);
+	ck_assert(memcmp(&now, before, 28u + before->attrs_data_size) == 0);
 }
 
 int main(void)
@@ -39,56 +30,54 @@ int main(void)
 	otel_thread_ctx *traced, *plain;
 	struct otel_thread_ctx_record before, now;
 
-	CHECK(otel_thread_ctx_create(&traced) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_create(&plain) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_set_ids(traced, trace, span, 1) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_create(&traced) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_create(&plain) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_set_ids(traced, trace, span, 1) == OTEL_THREAD_CTX_OK);
 
 	/* Ids, then none: the draft holds the record with ids. */
 	for (int round = 0; round < 2; round++) {
-		CHECK(otel_thread_ctx_attach(traced, NULL) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_read(&before) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_EIDS);
+		ck_assert(otel_thread_ctx_attach(traced, NULL) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_read(&before) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_EIDS);
 		same_as_before(&before);
-		CHECK(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_EIDS);
+		ck_assert(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_EIDS);
 		same_as_before(&before);
 		/* Flags 0 need no ids. */
-		CHECK(otel_thread_ctx_update_trace_flags(0) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update_trace_flags(0) == OTEL_THREAD_CTX_OK);
 	}
 
 	/* None, then ids: the draft holds the record without. */
 	for (int round = 0; round < 2; round++) {
-		CHECK(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update(traced) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update_trace_flags(0) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_read(&now) == OTEL_THREAD_CTX_OK && now.trace_flags == 1);
-		CHECK(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update(traced) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_OK);
-		CHECK(otel_thread_ctx_read(&now) == OTEL_THREAD_CTX_OK &&
+		ck_assert(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update(traced) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update_trace_flags(0) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_read(&now) == OTEL_THREAD_CTX_OK && now.trace_flags == 1);
+		ck_assert(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update(traced) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_OK);
+		ck_assert(otel_thread_ctx_read(&now) == OTEL_THREAD_CTX_OK &&
 		      memcmp(now.span_id, span2, 8) == 0 && memcmp(now.trace_id, trace, 16) == 0);
 	}
 
 	/* The context that was attached changes afterwards: the checks follow
 	 * the thread's record, not the context. */
-	CHECK(otel_thread_ctx_attach(traced, NULL) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_clear_ids(traced) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_set_ids(plain, trace, span, 0) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_EIDS);
-	CHECK(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_EIDS);
+	ck_assert(otel_thread_ctx_attach(traced, NULL) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_clear_ids(traced) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_update(plain) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_set_ids(plain, trace, span, 0) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_update_trace_flags(1) == OTEL_THREAD_CTX_EIDS);
+	ck_assert(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_EIDS);
 
 	/* Detached: nothing to change. */
-	CHECK(otel_thread_ctx_detach(NULL) == OTEL_THREAD_CTX_OK);
-	CHECK(otel_thread_ctx_update_trace_flags(0) == OTEL_THREAD_CTX_ENOCTX);
-	CHECK(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_ENOCTX);
+	ck_assert(otel_thread_ctx_detach(NULL) == OTEL_THREAD_CTX_OK);
+	ck_assert(otel_thread_ctx_update_trace_flags(0) == OTEL_THREAD_CTX_ENOCTX);
+	ck_assert(otel_thread_ctx_update_span_id(span2) == OTEL_THREAD_CTX_ENOCTX);
 
 	otel_thread_ctx_destroy(traced);
 	otel_thread_ctx_destroy(plain);
-	if (failures)
-		printf("%d failures\n", failures);
-	return failures != 0;
+	return 0;
 }
