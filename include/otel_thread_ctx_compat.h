@@ -1,36 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * otel-thread-ctx-compat: the process-context API of the OpenTelemetry
- * reference implementation for C/C++ (the otel_process_ctx_* functions, in
- * the generation with resource_attributes, extra_attributes and
- * thread_ctx_config), served by libotel-thread-ctx.
+ * libotel-thread-ctx-compat: the process-context API of the OpenTelemetry
+ * reference implementation for C/C++ (otel_process_ctx_*), served by
+ * libotel-thread-ctx.  Include it instead of otel_process_ctx.h, never with
+ * it, and link -lotel-thread-ctx-compat.  Reference: man 3
+ * otel_process_ctx_publish, man 7 otel-thread-ctx; differences from the
+ * reference: doc/compat.md.
  *
- * A tracer written against the reference includes this header instead of
- * otel_process_ctx.h and links -lotel-thread-ctx-compat (pkg-config
- * otel-thread-ctx-compat); nothing else in its code changes.  The types, the
- * functions and their arguments are the reference's.  What is published is
- * what otel_thread_ctx_process_publish() publishes (otel_thread_ctx_process.h,
- * doc/process-context.md): one OTEL_CTX mapping per process, shared with the
- * project's own API and with the key registry, so that the thread records
- * written with otel_thread_ctx.h and the key map published here agree.
- * doc/compat.md says where the behaviour differs from the reference and
- * what happens when the reference itself is in the same process.
- *
- * Build flags, as in the reference:
- *   OTEL_PROCESS_CTX_NOOP    defined nonzero (or empty), or any platform but
- *                            Linux: the functions below are static inline
- *                            no-ops (publish fails with a static message,
- *                            drop_current returns true, read fails,
- *                            read_drop returns false); nothing is linked.
- *   OTEL_PROCESS_CTX_NO_READ defined: the read API is left out.
- *
- * Include either this header or the reference's, never both: they define
- * the same types.
- *
- * Return values follow the reference API, not the rule of the project's
- * other headers (0 or a negative code): publish returns a result struct
- * (success flag and a static error message), drop_current and read_drop
- * return true on success, read returns a result struct.
+ * OTEL_PROCESS_CTX_NOOP defined nonzero (or empty), or a platform other than
+ * Linux, makes the functions static inline no-ops; OTEL_PROCESS_CTX_NO_READ
+ * leaves out the read API.  Return values are the reference's (a result
+ * struct or a bool), not the project's error codes.
  */
 #ifndef OTEL_THREAD_CTX_COMPAT_H
 #define OTEL_THREAD_CTX_COMPAT_H
@@ -47,27 +27,15 @@
 extern "C" {
 #endif
 
-/*
- * The thread-context configuration (OTEP 4947), published in
- * ProcessContext.attributes.  schema_version: "tlsdesc_v1_dev" or "tls_v1"
- * (libotel-thread-ctx publishes no other).  attribute_key_map: the key
- * names of indices 0, 1, ..., NULL-terminated, or NULL; the names are
- * registered in libotel-thread-ctx's key registry (otel_thread_ctx.h), which
- * must not already hold other names at those indices.
- */
+/* The thread-context configuration (OTEP 4947); attribute_key_map is
+ * registered in libotel-thread-ctx's key registry, at the same indices. */
 typedef struct {
-	const char *schema_version;
-	const char **attribute_key_map;
+	const char *schema_version;     /* "tlsdesc_v1_dev" or "tls_v1" */
+	const char **attribute_key_map; /* names of index 0, 1, ..., NULL */
 } otel_thread_ctx_config_data;
 
-/*
- * What otel_process_ctx_publish() publishes.  The strings are copied; they
- * need to live only for the call.  The seven fields are NUL-terminated
- * UTF-8, not NULL, possibly empty, published as the resource attributes
- * deployment.environment.name, service.instance.id, service.name,
- * service.version, telemetry.sdk.language, telemetry.sdk.version and
- * telemetry.sdk.name, in that order.
- */
+/* What otel_process_ctx_publish() publishes (copied).  The seven strings
+ * are UTF-8, not NULL, published as the resource attributes of their names. */
 typedef struct {
 	const char *deployment_environment_name;
 	const char *service_instance_id;
@@ -76,17 +44,11 @@ typedef struct {
 	const char *telemetry_sdk_language;
 	const char *telemetry_sdk_version;
 	const char *telemetry_sdk_name;
-	/* More resource attributes: key, value, key, value, ..., NULL; or
-	 * NULL for none.  Keys must differ from each other and from the seven
-	 * above. */
+	/* More resource attributes: key, value, ..., NULL; or NULL. */
 	const char **resource_attributes;
-	/* ProcessContext.attributes, in the same layout, or NULL: published
-	 * after libotel-thread-ctx's own threadlocal.* entries.  Keys must be
-	 * non-empty, distinct, valid UTF-8 and not start with "threadlocal."
-	 * (doc/compat.md). */
+	/* ProcessContext.attributes, the same way; keys not "threadlocal.*". */
 	const char **extra_attributes;
-	/* NULL: the schema version "tlsdesc_v1_dev" and the key registry as
-	 * it is are published (libotel-thread-ctx always publishes both). */
+	/* NULL: "tlsdesc_v1_dev" and the key registry as it is. */
 	const otel_thread_ctx_config_data *thread_ctx_config;
 } otel_process_ctx_data;
 
@@ -100,9 +62,8 @@ typedef struct {
 } otel_process_ctx_result;
 
 #ifndef OTEL_PROCESS_CTX_NO_READ
-/* What otel_process_ctx_read() returns.  On success every string of data
- * and the arrays holding them are malloc()ed; otel_process_ctx_read_drop()
- * frees them. */
+/* What otel_process_ctx_read() returns; otel_process_ctx_read_drop() frees
+ * its data. */
 typedef struct {
 	bool success;
 	const char *error_message;
@@ -162,40 +123,21 @@ static inline bool otel_process_ctx_read_drop(otel_process_ctx_read_result *resu
 
 #else
 
-/*
- * Publishes the process context, or replaces the one this process
- * publishes, in place, with libotel-thread-ctx's update protocol (same
- * mapping, new payload, new timestamp), a change of schema version
- * included: readers never see it withdrawn.  In a child made by fork(),
- * which inherits no context, publishes a new one.  On failure,
- * error_message says why and the context stays as it was; key names
- * registered before a late failure (memory, size, mapping) stay
- * registered, since the registry never forgets a name.
- * Thread-safe (libotel-thread-ctx's lock), not async-signal-safe.
- */
+/* Publishes the process context, or replaces it in place.  On failure,
+ * error_message says why and the context is unchanged.  Thread-safe, not
+ * async-signal-safe. */
 otel_process_ctx_result otel_process_ctx_publish(const otel_process_ctx_data *data);
 
-/* Withdraws the context (otel_thread_ctx_process_unpublish()); true also
- * when nothing was published.  Registered key names stay. */
+/* Withdraws the context; true, also when nothing was published. */
 bool otel_process_ctx_drop_current(void);
 
 #ifndef OTEL_PROCESS_CTX_NO_READ
-/*
- * Decodes the context libotel-thread-ctx publishes in this process (taken
- * with otel_thread_ctx_process_copy(), decoded by the decoder the project's
- * readers use, compiled into this library).
- * Fails when nothing is published, or when the published context is not one
- * this API can express (a missing one of the seven fields, a value that is
- * not a string: possible when it was published with the project's own
- * API).  On success, resource_attributes and extra_attributes are arrays
- * (possibly just NULL), and thread_ctx_config is set when the context has
- * a schema version or a key map.
- */
+/* Reads back the context this process publishes; fails when nothing is
+ * published or this API cannot express it. */
 otel_process_ctx_read_result otel_process_ctx_read(void);
 
-/* Frees what a successful otel_process_ctx_read() returned and marks the
- * result as dropped; false (and nothing done) for NULL or a failed
- * result. */
+/* Frees what a successful otel_process_ctx_read() returned; false (and
+ * nothing done) for NULL or a failed result. */
 bool otel_process_ctx_read_drop(otel_process_ctx_read_result *result);
 #endif
 

@@ -1,50 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * otel-thread-ctx for eBPF readers: the structures a BPF program and its
- * user-space side share.  Plain fixed-width types, explicit padding, the same
- * layout in both worlds (checked below).
+ * libotel-thread-ctx-inspect, for eBPF readers: the structures a BPF program
+ * and its user-space side share (the same layout in both, checked below),
+ * and the slot walk both the BPF reader and the inspector run.
+ * Reference: man 3 otel_thread_ctx_inspect_bpf_proc; doc/sampler.md.
  *
- * struct otel_thread_ctx_bpf_proc describes, for one process, how a thread of
- * it reaches its otel_thread_ctx_v1 slot from its thread pointer.  User space
- * computes it from the inspector (otel_thread_ctx_inspect_bpf_proc() in
- * otel_thread_ctx_inspect.h) and stores it in a BPF map keyed by the
- * process id; the BPF side (otel_thread_ctx_reader.bpf.h) follows it:
- *
- *   static TLS  (TLSDESC static, initial-exec, local-exec)
- *               slot = thread pointer + tp_offset
- *   dynamic TLS (TLSDESC dynamic, general-dynamic)
- *               dtv   = *(thread pointer + dtv_at)
- *               count = *(dtv + dtv_count_at)       module_id <= count, else
- *                                                   the thread has no block
- *               block = *(dtv + module_id * dtv_entry_size)
- *                                                   0 or all ones: no block
- *               slot  = block + dtv_offset
- *
- * The DTV layout depends on the C library and the CPU; the inspector fills
- * it in from its one table of layouts (doc/inspector.md, "Where the slot
- * is", lists them).
- *
- * A process may have several modules that define the slot (a library and a
- * copy of it, an executable and a library).  Which one counts in a thread
- * is one rule, the same for the inspector and the BPF reader (both run the
- * walk below: otel_thread_ctx_bpf_walk_start() and _next() per module, then
- * otel_thread_ctx_bpf_walk_fold() and otel_thread_ctx_bpf_walk_status()):
- *
- *   - the modules are looked at in the description's order, and the first
- *     whose slot holds a record pointer (not NULL) is read;
- *   - when none does, the thread's status is UNREADABLE if the slot of some
- *     module could not be reached or read (the DTV, the block or the slot
- *     is not readable memory: that module may hold the thread's record, so
- *     nothing can be said), else NO_CONTEXT if some slot was NULL, else
- *     NO_TLS (no module has a block in this thread);
- *   - the inspector reports these as ENOCTX (NO_CONTEXT, NO_TLS) and
- *     EFAULT (UNREADABLE).
- *
- * struct otel_thread_ctx_bpf_event is one sample: who, what the reader found
- * (status), and a copy of the record: its 28-byte header, then exactly
- * attrs_data_size bytes of attributes (at most 612).  Only the bytes read are
- * meaningful; otel_thread_ctx_bpf_event_size() is how many of them a BPF
- * program needs to pass on.
+ * struct otel_thread_ctx_bpf_proc says how a thread of one process reaches
+ * its slot from its thread pointer: user space fills it with
+ * otel_thread_ctx_inspect_bpf_proc() and puts it in a map keyed by process
+ * id; otel_thread_ctx_reader.bpf.h follows it.  With several modules, the
+ * first whose slot is not NULL is read; with none, the thread is UNREADABLE
+ * if a slot could not be read, else NO_CONTEXT if a slot was NULL, else
+ * NO_TLS.  struct otel_thread_ctx_bpf_event is one sample.
  */
 #ifndef OTEL_THREAD_CTX_INSPECT_BPF_H
 #define OTEL_THREAD_CTX_INSPECT_BPF_H
@@ -89,10 +56,8 @@
 struct otel_thread_ctx_bpf_module {
 	union {
 		OTEL_THREAD_CTX_BPF_S64 tp_offset; /* KIND_STATIC */
-		/* KIND_DTV with glibc: the lowest DTV generation (the DTV's
-		 * entry 0) at which a thread's entry for module_id is this
-		 * module's, not one left by a module unloaded since under the
-		 * same id; 0: not known, not checked. */
+		/* KIND_DTV with glibc: the lowest DTV generation at which a
+		 * thread's entry is this module's (0: not checked). */
 		OTEL_THREAD_CTX_BPF_U64 dtv_gen;
 	};
 	OTEL_THREAD_CTX_BPF_U64 dtv_offset; /* KIND_DTV: the slot's offset in the block */
@@ -114,11 +79,8 @@ struct otel_thread_ctx_bpf_proc {
 
 /* What a read found (struct otel_thread_ctx_bpf_event.status). */
 enum otel_thread_ctx_bpf_status {
-	/* A valid record: header and attributes copied (at most 612 bytes of
-	 * them: a larger attrs_data_size, which breaks the format, is read
-	 * as 612, record.attrs_data_size clamped and the event's
-	 * attrs_data_size as found, so that
-	 * otel_thread_ctx_inspect_anomalies() reports it OVERSIZED). */
+	/* A valid record: header and attributes copied (at most 612 bytes;
+	 * the event's attrs_data_size is the size found). */
 	OTEL_THREAD_CTX_BPF_OK = 0,
 	/* The slot is NULL: the thread publishes nothing. */
 	OTEL_THREAD_CTX_BPF_NO_CONTEXT = 1,
@@ -127,20 +89,16 @@ enum otel_thread_ctx_bpf_status {
 	OTEL_THREAD_CTX_BPF_NO_TLS = 2,
 	/* valid != 1: a lost sample (header copied). */
 	OTEL_THREAD_CTX_BPF_INVALID = 3,
-	/* attrs_data_size > 612, header copied: what programs built with an
-	 * earlier otel_thread_ctx_reader.bpf.h report.  Its reader now reads
-	 * such a record as OK, as the format's readers read it. */
+	/* attrs_data_size > 612, header copied: reported only by programs
+	 * built with an earlier otel_thread_ctx_reader.bpf.h. */
 	OTEL_THREAD_CTX_BPF_OVERSIZED = 4,
-	/* The slot, the DTV or the record could not be read at that
-	 * instant: not mapped, or mapped but not present (never touched,
-	 * swapped out, migrating, a huge page being split or collapsed):
+	/* The slot, the DTV or the record could not be read at that instant:
 	 * the context is unknown (otel_thread_ctx_reader.bpf.h, "UNREADABLE
-	 * samples", says what a profiler does with it). */
+	 * samples"). */
 	OTEL_THREAD_CTX_BPF_UNREADABLE = 5,
 	/* The record pointer is odd (records are 2-aligned). */
 	OTEL_THREAD_CTX_BPF_MISALIGNED = 6,
-	/* The thread is exiting (in the kernel, PF_EXITING): its memory may
-	 * be gone already, and it runs no more user code; nothing is read. */
+	/* The thread is exiting (PF_EXITING): nothing is read. */
 	OTEL_THREAD_CTX_BPF_EXITING = 7,
 	OTEL_THREAD_CTX_BPF_STATUS_COUNT = 8,
 };
@@ -170,8 +128,7 @@ struct otel_thread_ctx_bpf_event {
 /* Offset of the record in the event. */
 #define OTEL_THREAD_CTX_BPF_EVENT_RECORD 32
 
-/* The bytes of `ev` that hold something: up to the header when a record
- * header was read, plus the attributes when they were. */
+/* The bytes of `ev` that hold something, which a BPF program passes on. */
 static inline OTEL_THREAD_CTX_BPF_U32
 otel_thread_ctx_bpf_event_size(const struct otel_thread_ctx_bpf_event *ev)
 {
@@ -192,30 +149,19 @@ otel_thread_ctx_bpf_event_size(const struct otel_thread_ctx_bpf_event *ev)
 }
 
 /*
- * The slot walk, written once for both readers as plain code: it asks for
- * the 8-byte reads it needs, one at a time, and the reader makes them its
- * own way (otel_thread_ctx_reader.bpf.h with bpf_probe_read_user(), the
- * inspector with process_vm_readv()).  For module m of a thread whose
- * thread pointer is tp:
+ * The slot walk of module m of a thread whose thread pointer is tp, written
+ * once for both readers, each making the 8-byte reads it asks for:
  *
- *	struct otel_thread_ctx_bpf_walk w;
- *	int rc = otel_thread_ctx_bpf_walk_start(&w, proc, m, tp);
- *
+ *	rc = otel_thread_ctx_bpf_walk_start(&w, proc, m, tp);
  *	for (n = 0; n < OTEL_THREAD_CTX_BPF_WALK_READS; n++) {
- *		u64 v = 0;
- *		int failed;
- *
  *		if (rc != OTEL_THREAD_CTX_BPF_WALK_READ)
  *			break;
  *		failed = (read the 8 bytes at w.addr into v) != 0;
  *		rc = otel_thread_ctx_bpf_walk_next(&w, proc, m, v, failed);
  *	}
  *
- * rc is then OTEL_THREAD_CTX_BPF_OK (w.slot the slot's address, w.record
- * the record pointer it holds, not 0), NO_CONTEXT (w.slot; the slot is
- * NULL), NO_TLS (a dynamic module the thread has no block for yet) or
- * UNREADABLE (the DTV, the block's entry or the slot could not be read).  A
- * walk never asks for more than OTEL_THREAD_CTX_BPF_WALK_READS reads.
+ * rc is then OK (w.slot, and w.record not 0), NO_CONTEXT (w.slot),
+ * NO_TLS or UNREADABLE.
  */
 #if defined(__bpf__)
 #define OTEL_THREAD_CTX_BPF_WALK_FN static inline __attribute__((always_inline))
@@ -267,9 +213,8 @@ OTEL_THREAD_CTX_BPF_WALK_FN int otel__bpf_walk_block(struct otel_thread_ctx_bpf_
 	return otel__bpf_walk_slot(w, w->block + m->dtv_offset);
 }
 
-/* The first step of module m's walk in the thread whose thread pointer is
- * tp: WALK_READ (w->addr), or UNREADABLE for a description it cannot
- * follow. */
+/* The first step: WALK_READ (w->addr), or UNREADABLE for a description it
+ * cannot follow. */
 OTEL_THREAD_CTX_BPF_WALK_FN int
 otel_thread_ctx_bpf_walk_start(struct otel_thread_ctx_bpf_walk *w,
 			       const struct otel_thread_ctx_bpf_proc *proc,
@@ -291,9 +236,8 @@ otel_thread_ctx_bpf_walk_start(struct otel_thread_ctx_bpf_walk *w,
 	return OTEL_THREAD_CTX_BPF_WALK_READ;
 }
 
-/* The next step, given what the read of w->addr gave: `value`, or
- * `failed` non-zero when nothing could be read there.  WALK_READ
- * (w->addr) or the module's status, as above. */
+/* The next step, given the `value` read at w->addr (or `failed`): WALK_READ
+ * or the module's status. */
 OTEL_THREAD_CTX_BPF_WALK_FN int
 otel_thread_ctx_bpf_walk_next(struct otel_thread_ctx_bpf_walk *w,
 			      const struct otel_thread_ctx_bpf_proc *proc,
@@ -340,14 +284,9 @@ otel_thread_ctx_bpf_walk_next(struct otel_thread_ctx_bpf_walk *w,
 	return OTEL_THREAD_CTX_BPF_UNREADABLE;
 }
 
-/*
- * The rule for several modules, in two steps: `seen` (start with 0)
- * collects the status of each module without a record
- * (otel_thread_ctx_bpf_walk_fold() adds one); otel_thread_ctx_bpf_walk_status()
- * gives the thread's status from it: UNREADABLE over NO_CONTEXT over
- * NO_TLS.  Without branches: a BPF verifier that had to follow each
- * combination would check the unrolled loop once per combination.
- */
+/* The rule for several modules: fold the status of each module without a
+ * record into `seen` (from 0), then take the thread's status from it.
+ * Branch-free, so that the verifier checks the unrolled loop once. */
 OTEL_THREAD_CTX_BPF_WALK_FN OTEL_THREAD_CTX_BPF_U32
 otel_thread_ctx_bpf_walk_fold(OTEL_THREAD_CTX_BPF_U32 seen, int module_status)
 {

@@ -1,76 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0-only */
 /*
  * otel-thread-ctx for eBPF programs: read the OpenTelemetry thread context
- * (OTEP 4947) of the task a BPF program runs for, typically from a perf
- * event that interrupted it.
+ * (OTEP 4947) of the task a BPF program runs for (a perf event, say), with
+ * otel_thread_ctx_bpf_read_current().  Reference: man 3
+ * otel_thread_ctx_inspect_bpf_proc, doc/sampler.md.
  *
- * Include it after the kernel's types and the libbpf headers' requirements,
- * the libbpf way:
+ * Include it after vmlinux.h (or <linux/types.h> and <linux/bpf.h>),
+ * <bpf/bpf_helpers.h> and <bpf/bpf_core_read.h>; compile with clang's BPF
+ * target, -g, and -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64.  The program
+ * needs a GPL-compatible license (the helpers are GPL-only).  Linux 5.8 or
+ * later with BTF.  Nothing read from the process is trusted.
  *
- *     #include "vmlinux.h"               (or <linux/types.h> and <linux/bpf.h>)
- *     #include <bpf/bpf_helpers.h>
- *     #include <bpf/bpf_core_read.h>
- *     #include <otel_thread_ctx_reader.bpf.h>
- *
- * and compile with clang's BPF target, -g (BTF, for CO-RE) and the target's
- * CPU as libbpf names it: -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64.
- *
- * The program needs a GPL-compatible license ("GPL", "Dual BSD/GPL"): the
- * helpers it calls (bpf_get_current_task, bpf_probe_read_kernel,
- * bpf_probe_read_user) are GPL-only; this file may be used under GPL-2.0 for
- * that reason.
- *
- * Steps (otel_thread_ctx_bpf_read_current()):
- *
- * 0. A task that is exiting (PF_EXITING in task_struct.flags, read through
- *    CO-RE as well) is not read: do_exit() releases its memory, after
- *    which every read of it fails.
- * 1. The thread pointer of the current task, from its task_struct through
- *    BTF and CO-RE relocations: thread.fsbase on x86-64 (the %fs base),
- *    thread.uw.tp_value on aarch64 (tpidr_el0).  The types below carry
- *    only the fields read, with the "___otel" flavour suffix, so they do
- *    not clash with vmlinux.h; libbpf matches them to the running kernel's
- *    task_struct at load time.  The kernel keeps these fields current when
- *    it switches tasks (and at clone() with CLONE_SETTLS, and on x86-64 at
- *    arch_prctl(ARCH_SET_FS)); an aarch64 thread that sets tpidr_el0 from
- *    user space (glibc and musl do it for the main thread at start-up) is
- *    seen with its new thread pointer from its first task switch on.
- * 2. The slot, from the process description user space put in a map
- *    (struct otel_thread_ctx_bpf_proc, otel_thread_ctx_inspect_bpf.h): static TLS
- *    is an offset from the thread pointer, dynamic TLS a walk of the DTV.
- * 3. The record: the 28-byte header first; `valid` must be 1; then
- *    exactly attrs_data_size bytes of attributes, at most 612 (a larger
- *    size, which breaks the format, is read as 612, as the OpenTelemetry
- *    eBPF profiler clamps it to its buffer, and reported as found in the
- *    event's attrs_data_size).  Never a fixed 640 bytes: a record may be
- *    smaller and end near the end of a mapping.
- *
- * Memory of the process is read with bpf_probe_read_user(), which does not
- * fault pages in.  Nothing is trusted: every pointer and size comes from
- * the process, and each one is checked or bounded before it is used.
- *
- * UNREADABLE samples.  A read fails on a page that is mapped but not
- * present in the page tables at that instant, as well as on memory that is
- * not mapped: a page never touched or swapped out, a page being migrated,
- * and a transparent huge page that the kernel is splitting or collapsing,
- * whose page-table entry is not present while it does.  The last one is
- * common: with transparent huge pages on ("always", Debian's default), a
- * thread stack whose top falls in a huge page (glibc puts the TLS there)
- * is split when the thread exits, by glibc's madvise(MADV_DONTNEED) of the
- * stack below, and the samples of that thread taken during the split read
- * nothing, with status UNREADABLE and record_address 0 (the slot) or not
- * (the record).  So UNREADABLE means "the context could not be read at
- * this instant", not "no context" and not a broken record.  A profiler
- * should count such samples apart, attribute them to no trace or span
- * (unknown), and not retry in BPF (the page will not appear there); a few
- * in a profile are expected.  When every sample of a process is
- * UNREADABLE, the description no longer fits it (a module unloaded, a
- * process that exec()ed): describe it again.  The tests bound them in
- * episodes per thread (tests/bpf/storm-check.c says why).
- *
- * Kernels: Linux 5.8 or later with BTF (/sys/kernel/btf/vmlinux):
- * bpf_probe_read_user() needs 5.5, the ring buffer of the sample tool 5.8.
- * Verified on Linux 6.18 (x86-64) and Debian 12's 6.1 (x86-64, aarch64).
+ * UNREADABLE samples: a page that is not present at that instant (never
+ * touched, swapped out, migrating, a huge page being split) cannot be read,
+ * and BPF does not fault it in.  Such a sample's context is unknown, not
+ * absent: count it apart, attribute it to no trace, do not retry; when every
+ * sample of a process is UNREADABLE, describe the process again.
  */
 #ifndef OTEL_THREAD_CTX_READER_BPF_H
 #define OTEL_THREAD_CTX_READER_BPF_H
@@ -100,9 +45,7 @@ struct task_struct___otel {
 	struct otel__thread_struct___otel thread;
 } __attribute__((preserve_access_index));
 
-/* task_struct.flags: the task is in do_exit(), which releases its memory
- * (after that, reads of user memory fail); the value has not changed since
- * Linux 2.6. */
+/* task_struct.flags: the task is in do_exit() (its memory may be gone). */
 #define OTEL__PF_EXITING 0x00000004u
 
 /* The current task's thread pointer, 0 if it cannot be read. */
@@ -125,13 +68,8 @@ static __always_inline int otel_thread_ctx_bpf_task_exiting(void)
 	return (BPF_CORE_READ(task, flags) & OTEL__PF_EXITING) != 0;
 }
 
-/*
- * Module m in the thread whose thread pointer is tp, by the walk of
- * otel_thread_ctx_inspect_bpf.h (the inspector's too), its reads made with
- * bpf_probe_read_user(): OK with w->slot and w->record (the record pointer,
- * not 0), NO_CONTEXT with w->slot (the slot is NULL), NO_TLS (the thread
- * has no block for a dynamic module yet) or UNREADABLE.
- */
+/* The walk of otel_thread_ctx_inspect_bpf.h for module m, read with
+ * bpf_probe_read_user(): OK, NO_CONTEXT, NO_TLS or UNREADABLE. */
 static __always_inline int otel_thread_ctx_bpf_walk_module(const struct otel_thread_ctx_bpf_proc *proc,
 							  const struct otel_thread_ctx_bpf_module *m,
 							  __u64 tp, struct otel_thread_ctx_bpf_walk *w)
@@ -152,13 +90,9 @@ static __always_inline int otel_thread_ctx_bpf_walk_module(const struct otel_thr
 	return rc;
 }
 
-/*
- * Reads the record at `addr` into *rec: the header, and when it is valid,
- * exactly attrs_data_size bytes of attributes, at most 612 (rec's
- * attrs_data_size is then clamped to 612, as otel_thread_ctx_record_decode()
- * clamps it).  *found_size receives attrs_data_size as found.  Returns the
- * status: OK, INVALID, UNREADABLE or MISALIGNED.
- */
+/* Reads the record at `addr`: the header, then (valid) attrs_data_size
+ * bytes, clamped to 612; *found_size gets the size found.  Returns OK,
+ * INVALID, UNREADABLE or MISALIGNED. */
 static __always_inline int otel_thread_ctx_bpf_read_record(__u64 addr,
 							   struct otel_thread_ctx_bpf_record *rec,
 							   __u16 *found_size)
@@ -190,19 +124,9 @@ static __always_inline int otel_thread_ctx_bpf_read_record(__u64 addr,
 	return OTEL_THREAD_CTX_BPF_OK;
 }
 
-/*
- * Reads the current task's thread context into *ev, following `proc` (the
- * description of the current process): fills status, module,
- * record_address, attrs_data_size and the record's bytes as
- * otel_thread_ctx_bpf_event_size() counts them, and pid, tid and cpu.  For
- * an exiting task nothing is read, and the status is EXITING.  The caller
- * sets time_ns if it wants it.  Returns ev->status.
- *
- * With several modules, the rule of otel_thread_ctx_inspect_bpf.h: the
- * first whose slot is not NULL is read; when none has a record, UNREADABLE
- * if some module's slot could not be read, else NO_CONTEXT if some slot was
- * NULL, else NO_TLS.
- */
+/* Reads the current task's thread context into *ev by `proc`, the
+ * description of its process: every field but time_ns, and the bytes
+ * otel_thread_ctx_bpf_event_size() counts.  Returns ev->status. */
 static __always_inline int
 otel_thread_ctx_bpf_read_current(const struct otel_thread_ctx_bpf_proc *proc,
 				 struct otel_thread_ctx_bpf_event *ev)
