@@ -133,6 +133,13 @@ def record_vectors():
         record(attrs=a), accept(size=700, attributes=[(0, "a" * 255), (1, "b" * 255),
                                                       (2, "c" * 96)],
                                 findings=["record-size"]))
+    add("oversized-past-1023", "attrs_data_size 1,100, more than 10 bits hold (a reader "
+        "that masks the size before it bounds it keeps 76 of it): readers decode 612 bytes "
+        "of attributes, as for any oversized record", R_EBPF,
+        record(attrs=a, size=1100), accept(size=1100, attributes=[(0, "a" * 255),
+                                                                  (1, "b" * 255),
+                                                                  (2, "c" * 96)],
+                                           findings=["record-size"]))
     a = entry(0, b"/caf\xc3") + entry(1, b"\xff\xfe")
     add("not-utf8", "values that are not UTF-8: readers return the bytes as stored", R_RECORD,
         record(attrs=a), accept(size=len(a), attributes=[(0, b"/caf\xc3"), (1, b"\xff\xfe")],
