@@ -8,8 +8,9 @@
  *   discovery    otel_thread_ctx_inspect_open(): the scan of
  *                /proc/PID/maps and the modules that define the slot;
  *   description  what the eBPF reader's user space does for a process
- *                (tools/sample, describe()): otel_thread_ctx_inspect_maps_signature(),
- *                otel_thread_ctx_inspect_open(), otel_thread_ctx_inspect_bpf_proc();
+ *                (tools/sample, describe()): otel_thread_ctx_inspect_open(),
+ *                otel_thread_ctx_inspect_signature() (the maps signature
+ *                open() took), otel_thread_ctx_inspect_bpf_proc();
  *   signature    otel_thread_ctx_inspect_maps_signature() alone, which the
  *                eBPF reader repeats for every process it watches to learn
  *                when to describe it again: one pass over its maps;
@@ -391,9 +392,9 @@ static void time_discovery(struct series *g, struct cell *c, int rep, const stru
 		rc = otel_thread_ctx_inspect_open(t->pid, &insp);
 		break;
 	case OP_DESCRIBE:
-		rc = otel_thread_ctx_inspect_maps_signature(t->pid, &sig);
+		rc = otel_thread_ctx_inspect_open(t->pid, &insp);
 		if (rc == OTEL_THREAD_CTX_OK)
-			rc = otel_thread_ctx_inspect_open(t->pid, &insp);
+			rc = otel_thread_ctx_inspect_signature(insp, &sig);
 		if (rc == OTEL_THREAD_CTX_OK)
 			rc = otel_thread_ctx_inspect_bpf_proc(insp, &d);
 		break;

@@ -253,6 +253,12 @@ int otel_thread_ctx_inspect_bpf_proc(const otel_thread_ctx_inspector *insp,
  * ESYS. */
 int otel_thread_ctx_inspect_maps_signature(pid_t pid, uint64_t *signature);
 
+/* The same signature of the process, as open() began to read it: a reader
+ * that describes a process needs no walk of its maps of its own.
+ * Errors: ENULL.  Since OTEL_THREAD_CTX_INSPECT_1.1. */
+int otel_thread_ctx_inspect_signature(const otel_thread_ctx_inspector *insp,
+				      uint64_t *signature);
+
 #ifdef __cplusplus
 }
 #endif

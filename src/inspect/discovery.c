@@ -92,8 +92,8 @@ struct mapping_list {
 	int err;
 	/* What else open() needs of the maps, from the same pass: the
 	 * modules' signature (image.c) and the process context's
-	 * candidates (process_read.c). */
-	uint64_t signature;
+	 * candidates (process_read.c), and the public maps signature. */
+	uint64_t signature, maps_signature;
 	struct otel__process_candidates ctx;
 };
 
@@ -121,6 +121,7 @@ static int add_mapping(const struct otel__maps_entry *e, void *arg)
 	struct mapping *m;
 
 	otel__inspect_sign_module_mapping(&l->signature, e);
+	otel__inspect_sign_file_mapping(&l->maps_signature, e);
 	otel__inspect_process_candidate(&l->ctx, e);
 	/* Files only: a path and an inode ("[heap]", anonymous memory and
 	 * the like have neither); and executable memory without a file, where
@@ -184,6 +185,7 @@ static int list_mappings(pid_t pid, struct mapping_list *l)
 
 	memset(l, 0, sizeof(*l));
 	l->signature = OTEL__SIGNATURE_INIT;
+	l->maps_signature = OTEL__SIGNATURE_INIT;
 	err = otel__remote_maps(pid, add_mapping, l);
 	if (err == 0)
 		err = l->err;
@@ -725,6 +727,7 @@ OTEL_EXPORT int otel_thread_ctx_inspect_open(pid_t pid, otel_thread_ctx_inspecto
 	}
 	insp->signature = maps.signature;
 	insp->signature_known = true;
+	insp->maps_signature = maps.maps_signature;
 	if (maps.count == 0) {
 		/* No file mapped: gone or exiting (no thread has memory), a
 		 * kernel thread (maps that may not be read fail to open,

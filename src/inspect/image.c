@@ -60,20 +60,39 @@ int otel__inspect_image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16])
 	return err;
 }
 
+static void fnv1a(uint64_t *h, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < n; i++) {
+		*h ^= p[i];
+		*h *= UINT64_C(0x100000001b3);
+	}
+}
+
 /* Each mapping of a file from its start, by address, device and inode
  * (FNV-1a): what the modules are.  Not the path, which gains " (deleted)"
  * when the file is replaced on disk while the process keeps its memory. */
 void otel__inspect_sign_module_mapping(uint64_t *h, const struct otel__maps_entry *e)
 {
 	uint64_t v[3] = { e->start, (uint64_t)e->dev_major << 32 | e->dev_minor, e->inode };
-	const unsigned char *p = (const unsigned char *)v;
 
 	if (e->offset != 0 || e->name[0] != '/')
 		return;
-	for (size_t i = 0; i < sizeof(v); i++) {
-		*h ^= p[i];
-		*h *= UINT64_C(0x100000001b3);
-	}
+	fnv1a(h, v, sizeof(v));
+}
+
+/* The same mappings by address, device, inode and path: the public
+ * signature (otel_thread_ctx_inspect_maps_signature()). */
+void otel__inspect_sign_file_mapping(uint64_t *h, const struct otel__maps_entry *e)
+{
+	if (e->offset != 0 || e->name[0] != '/')
+		return;
+	fnv1a(h, &e->start, sizeof(e->start));
+	fnv1a(h, &e->dev_major, sizeof(e->dev_major));
+	fnv1a(h, &e->dev_minor, sizeof(e->dev_minor));
+	fnv1a(h, &e->inode, sizeof(e->inode));
+	fnv1a(h, e->name, strlen(e->name) + 1);
 }
 
 static int sign_module_mapping(const struct otel__maps_entry *e, void *arg)

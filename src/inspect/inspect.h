@@ -73,6 +73,8 @@ struct otel_thread_ctx_inspector {
 	unsigned char mark[16];
 	bool mark_known, signature_known;
 	uint64_t signature;
+	/* otel_thread_ctx_inspect_maps_signature()'s, from the same pass. */
+	uint64_t maps_signature;
 	/* The task through which open() reads the process's memory and
 	 * files: its pid, or a thread's when the leader has exited
 	 * (otel__remote_memory_task()).  A thread's record is read through
@@ -88,6 +90,9 @@ int otel__inspect_image_mark(pid_t pid, uint64_t *at, unsigned char bytes[16]);
  * over them that has other work to do computes it on the way. */
 #define OTEL__SIGNATURE_INIT UINT64_C(0xcbf29ce484222325)
 void otel__inspect_sign_module_mapping(uint64_t *sig, const struct otel__maps_entry *e);
+/* The step of otel_thread_ctx_inspect_maps_signature(), which names the
+ * paths too. */
+void otel__inspect_sign_file_mapping(uint64_t *sig, const struct otel__maps_entry *e);
 int otel__inspect_modules_signature(pid_t pid, uint64_t *sig);
 
 /* image.c: OTEL_THREAD_CTX_OK when the process is still the image open()

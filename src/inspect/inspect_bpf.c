@@ -85,40 +85,20 @@ int otel__inspect_describe_module(const struct otel_thread_ctx_inspect_module *m
 	return OTEL_THREAD_CTX_EMODEL;
 }
 
-/* FNV-1a, 64 bits. */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
 /*
  * Each mapping of a file from its start: its address, device, inode and
- * path.  Not its end or permissions, which change as the loader protects a
- * module's RELRO part.
+ * path (image.c).  Not its end or permissions, which change as the loader
+ * protects a module's RELRO part.
  */
 static int sign_mapping(const struct otel__maps_entry *e, void *arg)
 {
-	uint64_t *h = arg;
-
-	if (e->offset != 0 || e->name[0] != '/')
-		return 0;
-	*h = fnv1a(*h, &e->start, sizeof(e->start));
-	*h = fnv1a(*h, &e->dev_major, sizeof(e->dev_major));
-	*h = fnv1a(*h, &e->dev_minor, sizeof(e->dev_minor));
-	*h = fnv1a(*h, &e->inode, sizeof(e->inode));
-	*h = fnv1a(*h, e->name, strlen(e->name) + 1);
+	otel__inspect_sign_file_mapping(arg, e);
 	return 0;
 }
 
 OTEL_EXPORT int otel_thread_ctx_inspect_maps_signature(pid_t pid, uint64_t *signature)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	uint64_t h = OTEL__SIGNATURE_INIT;
 	int err;
 
 	if (signature == NULL)
@@ -129,5 +109,14 @@ OTEL_EXPORT int otel_thread_ctx_inspect_maps_signature(pid_t pid, uint64_t *sign
 	if (err != OTEL_THREAD_CTX_OK)
 		return err;
 	*signature = h;
+	return OTEL_THREAD_CTX_OK;
+}
+
+OTEL_EXPORT int otel_thread_ctx_inspect_signature(const otel_thread_ctx_inspector *insp,
+						  uint64_t *signature)
+{
+	if (insp == NULL || signature == NULL)
+		return OTEL_THREAD_CTX_ENULL;
+	*signature = insp->maps_signature;
 	return OTEL_THREAD_CTX_OK;
 }

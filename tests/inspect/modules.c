@@ -260,12 +260,19 @@ static void run_upgrade(const char *exe, const char *lib, const char *other)
 {
 	otel_thread_ctx_inspector *insp;
 	struct otel_thread_ctx_bpf_proc d;
-	uint64_t before, after;
+	uint64_t before, after, at_open;
 	struct target t;
 
 	start_target(&t, exe, "upgrade", lib, other);
 	ck_assert_msg(otel_thread_ctx_inspect_maps_signature(t.pid, &before) == 0, "signature");
 	insp = open_ok(t.pid);
+	/* The signature open() took is the maps signature, before and after
+	 * the file is replaced (its path then ends in " (deleted)"). */
+	ck_assert_int_eq(otel_thread_ctx_inspect_signature(insp, &at_open), OTEL_THREAD_CTX_OK);
+	ck_assert_msg(at_open == before, "open()'s signature %#llx, the maps signature %#llx",
+		      (unsigned long long)at_open, (unsigned long long)before);
+	ck_assert_int_eq(otel_thread_ctx_inspect_signature(NULL, &at_open), OTEL_THREAD_CTX_ENULL);
+	ck_assert_int_eq(otel_thread_ctx_inspect_signature(insp, NULL), OTEL_THREAD_CTX_ENULL);
 	check_values(insp, &t, NULL);
 	otel_thread_ctx_inspect_close(insp);
 	/* The package manager replaces the file. */
@@ -277,6 +284,9 @@ static void run_upgrade(const char *exe, const char *lib, const char *other)
 	ck_assert_msg(strstr(otel_thread_ctx_inspect_info(insp)->modules[0].path, " (deleted)") != NULL,
 	      "the module's path does not say it was deleted: %s",
 	      otel_thread_ctx_inspect_info(insp)->modules[0].path);
+	ck_assert_int_eq(otel_thread_ctx_inspect_signature(insp, &at_open), OTEL_THREAD_CTX_OK);
+	ck_assert_msg(at_open == after, "after the upgrade: open()'s signature %#llx, the maps "
+		      "signature %#llx", (unsigned long long)at_open, (unsigned long long)after);
 	check_values(insp, &t, NULL);
 	ck_assert_msg(otel_thread_ctx_inspect_bpf_proc(insp, &d) == 0 && d.module_count == 1,
 	      "the eBPF description after the upgrade");

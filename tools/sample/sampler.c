@@ -516,19 +516,37 @@ static int prefilter(struct otel_sampler *s, pid_t pid)
 	return may;
 }
 
-/* Looks at p's process afresh and stores what it finds. */
+/* Looks at p's process afresh and stores what it finds, with the maps
+ * signature from before it looked, which tells refresh when to look again.
+ * A process found by scanning is looked at only when the prefilter lets
+ * it through.  One given by pid: the signature the inspector took as it
+ * opened the process, which spares a walk of the maps; when the look
+ * fails (kept until the signature changes), it is made again after a
+ * signature taken first, so that a module loaded in between is in what the
+ * look saw or changes the signature. */
 static void describe(struct otel_sampler *s, struct otel_sampler_proc *p)
 {
 	otel_thread_ctx_inspector *insp = NULL;
 	struct otel_thread_ctx_bpf_proc d;
-	uint64_t sig;
+	uint64_t sig = 0;
 	__u32 key = (__u32)p->pid;
-	int rc = otel_thread_ctx_inspect_maps_signature(p->pid, &sig);
+	int rc;
 
-	if (rc == OTEL_THREAD_CTX_OK && p->scanned && !prefilter(s, p->pid))
-		rc = OTEL_THREAD_CTX_ENOSLOT;
-	else if (rc == OTEL_THREAD_CTX_OK)
+	if (p->scanned) {
+		rc = otel_thread_ctx_inspect_maps_signature(p->pid, &sig);
+		if (rc == OTEL_THREAD_CTX_OK)
+			rc = prefilter(s, p->pid) ? otel_thread_ctx_inspect_open(p->pid, &insp)
+						  : OTEL_THREAD_CTX_ENOSLOT;
+	} else {
 		rc = otel_thread_ctx_inspect_open(p->pid, &insp);
+		if (rc == OTEL_THREAD_CTX_OK) {
+			rc = otel_thread_ctx_inspect_signature(insp, &sig);
+		} else if (rc != OTEL_THREAD_CTX_ESRCH) {
+			rc = otel_thread_ctx_inspect_maps_signature(p->pid, &sig);
+			if (rc == OTEL_THREAD_CTX_OK)
+				rc = otel_thread_ctx_inspect_open(p->pid, &insp);
+		}
+	}
 	if (rc == OTEL_THREAD_CTX_OK)
 		rc = otel_thread_ctx_inspect_bpf_proc(insp, &d);
 	if (rc == OTEL_THREAD_CTX_OK && bpf_map_update_elem(s->procs_fd, &key, &d, BPF_ANY) != 0)
