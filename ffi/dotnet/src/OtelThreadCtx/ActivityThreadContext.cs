@@ -294,8 +294,7 @@ public sealed class ActivityThreadContext : IDisposable
                 if (v is null)
                     continue;
                 int room = Math.Min(ThreadContext.MaxValueLength, RecordAttrs - used);
-                OperationStatus st = System.Text.Unicode.Utf8.FromUtf16(v, new Span<byte>(values + used, room),
-                    out _, out int len, replaceInvalidSequences: false);
+                OperationStatus st = Utf8Cache.Encode(v, values + used, room, out int len);
                 // Longer than 255 bytes: cut at a character boundary (the
                 // transcoder stops before a character that does not fit).
                 // Longer than the room left: the attributes do not fit.  A

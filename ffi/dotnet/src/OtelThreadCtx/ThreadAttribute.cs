@@ -66,8 +66,7 @@ internal static unsafe class AttrMarshal
                 int len;
                 if (a.Text != null)
                 {
-                    OperationStatus st = System.Text.Unicode.Utf8.FromUtf16(a.Text,
-                        new Span<byte>(buf + off, StackBytes - off), out _, out len, replaceInvalidSequences: false);
+                    OperationStatus st = Utf8Cache.Encode(a.Text, buf + off, StackBytes - off, out len);
                     if (st == OperationStatus.InvalidData)
                         return (int)ThreadContextError.Utf8;
                     if (st != OperationStatus.Done)
