@@ -782,11 +782,15 @@ SWITCH_ROWS = [
      "Switches.StartStop Mode=IdsHooked"),
     ("switch_route_hooked", "ids and `http.route`, `HookActivityCurrent = true` (NativeAOT only)",
      "Switches.StartStop Mode=IdsAndRouteHooked"),
+    ("switch_hook_idle", "the handler on `Activity.Current`'s `AsyncLocal`, no integration: "
+     "the runtime's notification alone (NativeAOT only)", "Switches.StartStop Mode=HookIdle"),
 ]
 HOP_ROWS = [
     ("hop_none", "no integration", "Hops.Yield Mode=None"),
     ("hop_ids", "the integration publishing ids", "Hops.Yield Mode=Ids"),
     ("hop_ids_hooked", "the same, `HookActivityCurrent = true`", "Hops.Yield Mode=IdsHooked"),
+    ("hop_hook_idle", "the handler on `Activity.Current`'s `AsyncLocal`, no integration: "
+     "the runtime's notification alone", "Hops.Yield Mode=HookIdle"),
 ]
 
 
@@ -827,7 +831,7 @@ def loadavg():
         return [float(v) for v in f.read().split()[:3]]
 
 
-def bench_results(c_jit, jit, c_aot, aot, aot_alloc, t_start, load_start, bdn_job):
+def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_start, bdn_job):
     """The run as bench/results/dotnet.json holds it."""
     def c_of(c, name):
         v = c.get(name) if name else None
@@ -880,7 +884,11 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, t_start, load_start, bdn_jo
 
     hops = []
     for rid, label, net in HOP_ROWS:
-        hops.append({"id": rid, "label": label, "dotnet_row": net, "aot": aot_of(net)})
+        a = aot_of(net)
+        # The share of the awaits that resumed on another thread.
+        h = aot_hops.get(net)
+        a["resumed_elsewhere_pct"] = h[0] if h else None
+        hops.append({"id": rid, "label": label, "dotnet_row": net, "aot": a})
     for r in hops[1:]:
         with_ratio(r["aot"], hops[0]["aot"]["ns"])
 
@@ -1015,6 +1023,7 @@ def bench():
         fail(f"the NativeAOT benchmark exited {p.returncode}")
     aot = bench_lines(p.stdout, "AOT", 3)
     aot_alloc = bench_lines(p.stdout, "AOTALLOC", 1)
+    aot_hops = bench_lines(p.stdout, "AOTHOPS", 1)
     hooked = [line.split()[1] == "True" for line in p.stdout.splitlines() if line.startswith("AOTHOOK ")]
     wrong = [line for line in p.stdout.splitlines() if line.startswith("AOTWRONG ")]
     if wrong:
@@ -1023,7 +1032,7 @@ def bench():
     job = ("ShortRun (3 iterations: OTEL_DOTNET_BENCH_SHORT=1)" if short else
            "the default job (iterations until the 99.9 % CI is within 2 % of the mean, 15 to 100), "
            "in process (InProcessEmitToolchain), MemoryDiagnoser")
-    res = bench_results(c_jit, jit, c_aot, aot, aot_alloc, t0, load_start, job)
+    res = bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t0, load_start, job)
     res["aot_hooks_activity_current"] = bool(hooked) and all(hooked)
     write_results(res, os.path.join(WORK, "bench"))
     folder = os.environ.get("OTEL_DOTNET_BENCH_RESULTS", "")

@@ -77,14 +77,16 @@ def switches_table(d):
 
 def hops_table(d):
     out = [
-        "| | .NET NativeAOT: median (CI) |",
-        "| --- | ---: |",
+        "| | .NET NativeAOT: median (CI) | awaits resumed on another thread |",
+        "| --- | ---: | ---: |",
     ]
     base = d["hops"][0]
     for r in d["hops"]:
         a = r["aot"]
+        pct = a.get("resumed_elsewhere_pct")
         out.append(f"| {r['label']} | {ns(a['ns'])}" + ("" if r is base else ratio(a["ns"], base["aot"]["ns"]))
-                   + f" ({interval(a['ci_low'], a['ci_high'])}) |")
+                   + f" ({interval(a['ci_low'], a['ci_high'])}) | "
+                   + ("-" if pct is None else f"{pct:.1f} %") + " |")
     return "\n".join(out)
 
 
@@ -112,7 +114,7 @@ def render(d):
         "against the same without the integration; per switch, half the difference the integration makes "
         "(its CI from the two intervals); bytes: allocated per start + stop on the calling thread:",
         switches_table(d),
-        "Per `await Task.Yield()` in an activity, in nanoseconds (each resumes on a thread pool thread):",
+        "Per `await Task.Yield()` in an activity, in nanoseconds (each resumes on a thread pool thread, the one it left or another: the share of the latter is the last column):",
         hops_table(d),
         "The goals, measured in this run:",
         goals_table(d),

@@ -128,6 +128,13 @@ internal static class Program
             Console.WriteLine($"AOTHOOK {integration.HooksActivityCurrent}");
         }
         Hops("Hops.Yield Mode=IdsHooked", hooked);
+
+        // The same with the integrations disposed: the handler stays on
+        // Activity.Current's AsyncLocal and returns at once.  What the
+        // runtime's change notification costs before anything is published:
+        // the floor of any integration told by it.
+        Switches("Switches.StartStop Mode=HookIdle");
+        Hops("Hops.Yield Mode=HookIdle", null, checkPublished: false);
         return 0;
     }
 
@@ -149,26 +156,40 @@ internal static class Program
         t.Join();
     }
 
-    private static double Hops(string what, ActivityThreadContextOptions? options)
+    // "AOTHOPS <row> <percent>": the share of the awaits that resumed on
+    // another thread than the one they left.
+    private static double Hops(string what, ActivityThreadContextOptions? options, bool checkPublished = true)
     {
         using ActivityThreadContext? integration = options is null ? null : ActivityThreadContext.Start(options);
         int wrong = 0;
+        long awaits = 0, hopped = 0;
         double median = Best(what, 50_000, n =>
         {
             Task.Run(async () =>
             {
                 using var a = new Activity("flow").SetIdFormat(ActivityIdFormat.W3C).Start();
+                int last = Environment.CurrentManagedThreadId;
                 for (int i = 0; i < n; i++)
+                {
                     await Task.Yield();
+                    int now = Environment.CurrentManagedThreadId;
+                    if (now != last)
+                        hopped++;
+                    last = now;
+                }
+                awaits += n;
                 // The thread the flow ends on publishes it (with an
                 // integration), or nothing.
                 bool published = CurrentThread.TryReadIds(out _, out ActivitySpanId span, out _);
-                if (published != (integration != null) || (published && span != a.SpanId))
+                // (Threads an earlier row's integration published on keep
+                // their record: HookIdle cannot check.)
+                if (checkPublished && (published != (integration != null) || (published && span != a.SpanId)))
                     Interlocked.Increment(ref wrong);
             }).Wait();
         });
         if (wrong != 0)
             Console.WriteLine($"AOTWRONG {what} {wrong}");
+        Console.WriteLine(FormattableString.Invariant($"AOTHOPS {what} {100.0 * hopped / awaits:F1}"));
         return median;
     }
 }
