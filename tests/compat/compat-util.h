@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the compat tests share: counting OTEL_CTX mappings, and the order in
- * which the dynamic loader holds the libraries.  No Check (musl). */
+ * which the dynamic loader holds the libraries. */
 #ifndef TESTS_COMPAT_UTIL_H
 #define TESTS_COMPAT_UTIL_H
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The signal-storm workload, shared by the Check suite (test-signal-storm.c)
- * and by the programs that run without Check (musl, the loading paths): the
- * self-describing record of a sequence number, its writer through the API,
- * the reader's check.  The storm itself is in storm-run.h.
+ * The signal-storm workload, shared by the suite test-signal-storm.c and by
+ * the plain programs that storm (the loading paths, the inspector's
+ * target): the self-describing record of a sequence number, its writer
+ * through the API, the reader's check.  The storm itself is in storm-run.h.
  *
  * Record n is built byte by byte here, independently of the library, so a
  * reader that copies whatever otel_thread_ctx_v1 points to can tell a
