@@ -792,6 +792,15 @@ HOP_ROWS = [
     ("hop_hook_idle", "the handler on `Activity.Current`'s `AsyncLocal`, no integration: "
      "the runtime's notification alone", "Hops.Yield Mode=HookIdle"),
 ]
+# The same flow, each await resuming on another thread-pool thread (the
+# awaiting thread waits until another has taken the continuation).
+OTHER_ROWS = [
+    ("other_none", "no integration", "Hops.Other Mode=None"),
+    ("other_ids", "the integration publishing ids", "Hops.Other Mode=Ids"),
+    ("other_ids_hooked", "the same, `HookActivityCurrent = true`", "Hops.Other Mode=IdsHooked"),
+    ("other_hook_idle", "the handler on `Activity.Current`'s `AsyncLocal`, no integration: "
+     "the runtime's notification alone", "Hops.Other Mode=HookIdle"),
+]
 
 
 def bench_lines(out, prefix, fields):
@@ -882,15 +891,20 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_sta
             if r[k].get("bytes") is not None and b.get("bytes") is not None:
                 r[k]["bytes_per_switch_more"] = (r[k]["bytes"] - b["bytes"]) / 2
 
-    hops = []
-    for rid, label, net in HOP_ROWS:
-        a = aot_of(net)
-        # The share of the awaits that resumed on another thread.
-        h = aot_hops.get(net)
-        a["resumed_elsewhere_pct"] = h[0] if h else None
-        hops.append({"id": rid, "label": label, "dotnet_row": net, "aot": a})
-    for r in hops[1:]:
-        with_ratio(r["aot"], hops[0]["aot"]["ns"])
+    def await_rows(rows):
+        out = []
+        for rid, label, net in rows:
+            a = aot_of(net)
+            # The share of the awaits that resumed on another thread.
+            h = aot_hops.get(net)
+            a["resumed_elsewhere_pct"] = h[0] if h else None
+            out.append({"id": rid, "label": label, "dotnet_row": net, "aot": a})
+        for r in out[1:]:
+            with_ratio(r["aot"], out[0]["aot"]["ns"])
+        return out
+
+    hops = await_rows(HOP_ROWS)
+    others = await_rows(OTHER_ROWS)
 
     def row(rows, rid):
         return next(r for r in rows if r["id"] == rid)
@@ -913,6 +927,10 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_sta
         goal("the same, `HookActivityCurrent = true`",
              row(switches, "switch_route_hooked")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
         goal("NativeAOT, per `await` that hops threads, <= 1.3x without the integration",
+             row(others, "other_ids")["aot"].get("ratio"), 1.3, "{:.2f}x"),
+        goal("the same, `HookActivityCurrent = true`", row(others, "other_ids_hooked")["aot"].get("ratio"), 1.3,
+             "{:.2f}x"),
+        goal("NativeAOT, per `await Task.Yield()` (thread pool), <= 1.3x without the integration",
              row(hops, "hop_ids")["aot"].get("ratio"), 1.3, "{:.2f}x"),
         goal("the same, `HookActivityCurrent = true`", row(hops, "hop_ids_hooked")["aot"].get("ratio"), 1.3,
              "{:.2f}x"),
@@ -946,6 +964,7 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_sta
         "calls": calls,
         "switches": switches,
         "hops": hops,
+        "hops_other": others,
         "goals": goals,
     }
 
@@ -960,7 +979,7 @@ def write_results(res, folder):
     with open(os.path.join(folder, "dotnet.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
-        for group in ("calls", "switches", "hops"):
+        for group in ("calls", "switches", "hops", "hops_other"):
             for r in res[group]:
                 for runtime in ("jit", "aot"):
                     if runtime not in r:

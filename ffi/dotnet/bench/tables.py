@@ -75,13 +75,13 @@ def switches_table(d):
     return "\n".join(out)
 
 
-def hops_table(d):
+def hops_table(d, group="hops"):
     out = [
         "| | .NET NativeAOT: median (CI) | awaits resumed on another thread |",
         "| --- | ---: | ---: |",
     ]
-    base = d["hops"][0]
-    for r in d["hops"]:
+    base = d[group][0]
+    for r in d[group]:
         a = r["aot"]
         pct = a.get("resumed_elsewhere_pct")
         out.append(f"| {r['label']} | {ns(a['ns'])}" + ("" if r is base else ratio(a["ns"], base["aot"]["ns"]))
@@ -116,6 +116,10 @@ def render(d):
         switches_table(d),
         "Per `await Task.Yield()` in an activity, in nanoseconds (each resumes on a thread pool thread, the one it left or another: the share of the latter is the last column):",
         hops_table(d),
+        "The same flow, each `await` resuming on another thread-pool thread (the awaiting thread "
+        "queues the continuation and waits until another thread has taken it, as when an I/O "
+        "completes on another thread):",
+        hops_table(d, "hops_other"),
         "The goals, measured in this run:",
         goals_table(d),
     ])

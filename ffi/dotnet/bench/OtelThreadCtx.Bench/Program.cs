@@ -10,6 +10,7 @@
 // under the JIT.  Run on one thread unless said otherwise.
 using System;
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using System.Threading;
 using System.Threading.Tasks;
 using OtelThreadCtx;
@@ -107,10 +108,13 @@ internal static class Program
         using (ActivityThreadContext.Start(route))
             Switches("Switches.StartStop Mode=IdsAndRoute");
 
-        // An await that hops threads: the flow's context moves, which the
-        // integration turns into a publication on each side.
-        Hops("Hops.Yield Mode=None", null);
-        Hops("Hops.Yield Mode=Ids", new ActivityThreadContextOptions());
+        // Awaits: the flow's context moves in and out of threads, which the
+        // integration turns into a publication on each side.  Each pair of
+        // rows alternates run by run, without and with the integration, so
+        // that the state of the thread pool (which changes from one process
+        // to the next) falls on both alike.
+        Hops("Hops.Yield", "Mode=None", "Mode=Ids", new ActivityThreadContextOptions(), other: false);
+        Hops("Hops.Other", "Mode=None", "Mode=Ids", new ActivityThreadContextOptions(), other: true);
 
         // HookActivityCurrent: last, since the handler, once installed,
         // stays; the activities it follows are made after it is.
@@ -127,14 +131,14 @@ internal static class Program
             Switches("Switches.StartStop Mode=IdsAndRouteHooked");
             Console.WriteLine($"AOTHOOK {integration.HooksActivityCurrent}");
         }
-        Hops("Hops.Yield Mode=IdsHooked", hooked);
-
-        // The same with the integrations disposed: the handler stays on
-        // Activity.Current's AsyncLocal and returns at once.  What the
-        // runtime's change notification costs before anything is published:
-        // the floor of any integration told by it.
+        // With the integrations disposed, the handler stays on
+        // Activity.Current's AsyncLocal and returns at once: what the
+        // runtime's change notification costs before anything is published,
+        // the floor of any integration told by it (HookIdle), alternated
+        // with the hooked integration.
         Switches("Switches.StartStop Mode=HookIdle");
-        Hops("Hops.Yield Mode=HookIdle", null, checkPublished: false);
+        Hops("Hops.Yield", "Mode=HookIdle", "Mode=IdsHooked", hooked, other: false);
+        Hops("Hops.Other", "Mode=HookIdle", "Mode=IdsHooked", hooked, other: true);
         return 0;
     }
 
@@ -156,40 +160,103 @@ internal static class Program
         t.Join();
     }
 
-    // "AOTHOPS <row> <percent>": the share of the awaits that resumed on
-    // another thread than the one they left.
-    private static double Hops(string what, ActivityThreadContextOptions? options, bool checkPublished = true)
+    // Two rows of awaits in one flow, "<kind> <without>" and "<kind> <with>"
+    // (the integration started with `options` for each run of it, disposed
+    // after), run by run in turn after a warm-up; the medians, 6th and 16th
+    // of 21 as Best(), and "AOTHOPS <row> <percent>": the share of the
+    // awaits that resumed on another thread than the one they left.
+    // other: each await resumes on another thread-pool thread (OtherThread
+    // below), instead of await Task.Yield(), which on this machine resumes
+    // on the thread it left nearly every time.
+    private static void Hops(string kind, string without, string with, ActivityThreadContextOptions options,
+        bool other)
     {
-        using ActivityThreadContext? integration = options is null ? null : ActivityThreadContext.Start(options);
+        int n = other ? 20_000 : 50_000;
+        var runs = new double[2][] { new double[21], new double[21] };
+        var awaits = new long[2];
+        var hopped = new long[2];
         int wrong = 0;
-        long awaits = 0, hopped = 0;
-        double median = Best(what, 50_000, n =>
+
+        double Run(int mode, int count)
         {
+            using ActivityThreadContext? integration = mode == 1 ? ActivityThreadContext.Start(options) : null;
+            var sw = Stopwatch.StartNew();
             Task.Run(async () =>
             {
                 using var a = new Activity("flow").SetIdFormat(ActivityIdFormat.W3C).Start();
                 int last = Environment.CurrentManagedThreadId;
-                for (int i = 0; i < n; i++)
+                for (int i = 0; i < count; i++)
                 {
-                    await Task.Yield();
+                    if (other)
+                        await default(OtherThread);
+                    else
+                        await Task.Yield();
                     int now = Environment.CurrentManagedThreadId;
                     if (now != last)
-                        hopped++;
+                        hopped[mode]++;
                     last = now;
                 }
-                awaits += n;
-                // The thread the flow ends on publishes it (with an
-                // integration), or nothing.
+                awaits[mode] += count;
+                // With the integration, the thread the flow ends on
+                // publishes it.  (Without, threads keep the record the last
+                // run published: nothing to check.)
                 bool published = CurrentThread.TryReadIds(out _, out ActivitySpanId span, out _);
-                // (Threads an earlier row's integration published on keep
-                // their record: HookIdle cannot check.)
-                if (checkPublished && (published != (integration != null) || (published && span != a.SpanId)))
+                if (integration != null && (!published || span != a.SpanId))
                     Interlocked.Increment(ref wrong);
             }).Wait();
-        });
+            return sw.Elapsed.TotalMilliseconds * 1e6 / count;
+        }
+
+        for (int w = 0; w < 3; w++)
+        {
+            Run(0, n / 10);
+            Run(1, n / 10);
+        }
+        Array.Clear(awaits);
+        Array.Clear(hopped);
+        for (int run = 0; run < 21; run++)
+        {
+            runs[0][run] = Run(0, n);
+            runs[1][run] = Run(1, n);
+        }
+        string[] names = { $"{kind} {without}", $"{kind} {with}" };
+        for (int mode = 0; mode < 2; mode++)
+        {
+            Array.Sort(runs[mode]);
+            double[] r = runs[mode];
+            Console.WriteLine(FormattableString.Invariant($"AOT {names[mode]} {r[10]:F2} {r[5]:F2} {r[15]:F2}"));
+            Console.WriteLine(FormattableString.Invariant(
+                $"AOTHOPS {names[mode]} {100.0 * hopped[mode] / awaits[mode]:F1}"));
+        }
         if (wrong != 0)
-            Console.WriteLine($"AOTWRONG {what} {wrong}");
-        Console.WriteLine(FormattableString.Invariant($"AOTHOPS {what} {100.0 * hopped / awaits:F1}"));
-        return median;
+            Console.WriteLine($"AOTWRONG {names[1]} {wrong}");
+    }
+
+    // An await that resumes on another thread-pool thread: the continuation
+    // is queued to the pool, and the thread that queued it waits until
+    // another thread has taken it (as when an I/O completes on another
+    // thread).  Then the awaiting thread's work item ends.
+    private readonly struct OtherThread : ICriticalNotifyCompletion
+    {
+        [ThreadStatic]
+        private static ManualResetEventSlim? t_taken;
+
+        public OtherThread GetAwaiter() => this;
+        public bool IsCompleted => false;
+        public void GetResult() { }
+        public void OnCompleted(Action continuation) => Hop(continuation);
+        public void UnsafeOnCompleted(Action continuation) => Hop(continuation);
+
+        private static void Hop(Action continuation)
+        {
+            ManualResetEventSlim taken = t_taken ??= new ManualResetEventSlim();
+            taken.Reset();
+            ThreadPool.UnsafeQueueUserWorkItem(static s =>
+            {
+                s.Taken.Set();
+                s.Continuation();
+            }, (Continuation: continuation, Taken: taken), preferLocal: false);
+            taken.Wait();
+        }
     }
 }
