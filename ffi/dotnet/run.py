@@ -794,13 +794,8 @@ HOP_ROWS = [
 ]
 # The same flow, each await resuming on another thread-pool thread (the
 # awaiting thread waits until another has taken the continuation).
-OTHER_ROWS = [
-    ("other_none", "no integration", "Hops.Other Mode=None"),
-    ("other_ids", "the integration publishing ids", "Hops.Other Mode=Ids"),
-    ("other_ids_hooked", "the same, `HookActivityCurrent = true`", "Hops.Other Mode=IdsHooked"),
-    ("other_hook_idle", "the handler on `Activity.Current`'s `AsyncLocal`, no integration: "
-     "the runtime's notification alone", "Hops.Other Mode=HookIdle"),
-]
+OTHER_ROWS = [(rid.replace("hop_", "other_", 1), label, net.replace("Hops.Yield", "Hops.Other", 1))
+              for rid, label, net in HOP_ROWS]
 
 
 def bench_lines(out, prefix, fields):

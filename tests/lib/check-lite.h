@@ -140,7 +140,6 @@ typedef struct Suite {
 
 typedef struct SRunner {
 	Suite *suite;
-	int failed;
 } SRunner;
 
 enum print_output { CK_SILENT, CK_MINIMAL, CK_NORMAL, CK_VERBOSE, CK_ENV };
@@ -231,9 +230,11 @@ static inline void srunner_run_all(SRunner *sr, enum print_output mode)
 	printf("%s: %d tests passed\n", sr->suite->name, ran);
 }
 
+/* 0: a failure ended the process before this could be asked. */
 static inline int srunner_ntests_failed(SRunner *sr)
 {
-	return sr->failed;
+	(void)sr;
+	return 0;
 }
 
 static inline void srunner_free(SRunner *sr)
