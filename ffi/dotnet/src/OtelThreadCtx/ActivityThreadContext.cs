@@ -284,13 +284,22 @@ public sealed class ActivityThreadContext : IDisposable
             // a record either.
             const int RecordAttrs = ThreadContext.MaxAttributesCapacity;
             byte* values = stackalloc byte[RecordAttrs];
-            // An entry takes at least its two bytes of key and length.
-            Native.Attr* attrs = stackalloc Native.Attr[Math.Min(_tags.Length, RecordAttrs / 2)];
+            // An entry takes at least its two bytes of key and length.  A
+            // few tags (the usual case) take a buffer of constant size,
+            // which costs no more than the frame.
+            const int FewAttrs = 8;
+            Native.Attr* attrs = stackalloc Native.Attr[FewAttrs];
+            if (_tags.Length > FewAttrs)
+            {
+                Native.Attr* many = stackalloc Native.Attr[Math.Min(_tags.Length, RecordAttrs / 2)];
+                attrs = many;
+            }
             int n = 0, used = 0;
             rc = 0;
             for (int i = 0; i < _tags.Length; i++)
             {
-                string? v = TagText(FindTag(a, _tags[i]));
+                object? o = FindTag(a, _tags[i]);
+                string? v = o as string ?? TagText(o);
                 if (v is null)
                     continue;
                 int room = Math.Min(ThreadContext.MaxValueLength, RecordAttrs - used);
@@ -345,7 +354,11 @@ public sealed class ActivityThreadContext : IDisposable
         {
             foreach (ref readonly KeyValuePair<string, object?> tag in x.EnumerateTagObjects())
             {
-                if (tag.Value != null && string.Equals(tag.Key, name, StringComparison.Ordinal))
+                // A tag's name is usually the same string object as the
+                // one configured (both literals): compared by reference
+                // first.
+                if (tag.Value != null &&
+                    ((object)tag.Key == name || string.Equals(tag.Key, name, StringComparison.Ordinal)))
                     return tag.Value;
             }
         }

@@ -2,6 +2,8 @@
 using System;
 using System.Buffers;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using System.Runtime.Intrinsics;
 
 namespace OtelThreadCtx;
 
@@ -41,12 +43,35 @@ internal static unsafe class Utf8Cache
                 if (ReferenceEquals(l.Keys[i], s) && l.Lengths[i] <= room)
                 {
                     len = l.Lengths[i];
-                    l.Bytes.AsSpan(i * Max, len).CopyTo(new Span<byte>(dst, len));
+                    Copy(ref l.Bytes[i * Max], dst, len);
                     return OperationStatus.Done;
                 }
             }
         }
         return EncodeAndKeep(s, dst, room, out len);
+    }
+
+    // A value is short (a route, a method name): up to 32 bytes are copied
+    // with two overlapping loads and stores, without a call.  The caller
+    // keeps len within the line and within the destination.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private static void Copy(ref byte src, byte* dst, int len)
+    {
+        if (len >= 16 && len <= 32)
+        {
+            Unsafe.WriteUnaligned(dst, Unsafe.ReadUnaligned<Vector128<byte>>(ref src));
+            Unsafe.WriteUnaligned(dst + len - 16,
+                Unsafe.ReadUnaligned<Vector128<byte>>(ref Unsafe.Add(ref src, len - 16)));
+        }
+        else if (len >= 8 && len < 16)
+        {
+            Unsafe.WriteUnaligned(dst, Unsafe.ReadUnaligned<ulong>(ref src));
+            Unsafe.WriteUnaligned(dst + len - 8, Unsafe.ReadUnaligned<ulong>(ref Unsafe.Add(ref src, len - 8)));
+        }
+        else
+        {
+            MemoryMarshal.CreateReadOnlySpan(ref src, len).CopyTo(new Span<byte>(dst, len));
+        }
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]

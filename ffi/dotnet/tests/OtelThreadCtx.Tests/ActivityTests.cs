@@ -76,6 +76,33 @@ public class ActivityTests
         });
     }
 
+    // More tags than the integration's buffer for a few, named by strings
+    // made at run time (equal to the activity's tag names, not the same
+    // objects): every one is found and published.
+    [Fact]
+    public void ManyTagsNamedByOtherStringObjectsArePublished()
+    {
+        const int Count = 12;
+        var options = new ActivityThreadContextOptions();
+        for (int i = 0; i < Count; i++)
+            options.AttributeTags.Add(string.Concat("many.tag.", i.ToString()));
+        using var integration = ActivityThreadContext.Start(options);
+        T.OnNewThread(() =>
+        {
+            Activity a = NewActivity("request");
+            for (int i = 0; i < Count; i++)
+                a.SetTag(string.Concat("many.tag.", i.ToString()), string.Concat("value ", i.ToString()));
+            a.Start();
+            ThreadRecord r = CurrentThread.Read()!;
+            Assert.Equal(a.SpanId, r.SpanId);
+            Assert.Equal(Count, r.Attributes.Count);
+            for (int i = 0; i < Count; i++)
+                Assert.Equal($"value {i}", r.Attributes[integration.Keys[$"many.tag.{i}"]]);
+            a.Stop();
+            T.PublishesNothing();
+        });
+    }
+
     private sealed class ThrowingTag
     {
         public override string ToString() => throw new InvalidOperationException("ToString of a tag");

@@ -51,6 +51,10 @@ public unsafe class Utf8CacheTests
             {
                 "GET /users/{id}", "", "é", "日本語のルート", "emoji 😀", "POST /orders",
                 new string('a', 255), new string('b', 256), "x\u00e9\u4e2d\U0001F600y",
+                // Each length where the copy of a kept value changes its way.
+                "0123456", "01234567", "0123456789abcde", "0123456789abcdef",
+                "0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdef",
+                "0123456789abcdef0123456789abcdef0",
             };
             // Five and more strings, cycled: each kept, found, evicted and
             // kept again (four per thread).
