@@ -403,4 +403,52 @@ public class HotPathTests
         });
         Assert.True(integration.HooksActivityCurrent);
     }
+
+    // Activity.Current's own AsyncLocal and its change handler, reached as
+    // the integration reaches them.
+    [UnsafeAccessor(UnsafeAccessorKind.StaticField, Name = "s_current")]
+    private static extern ref AsyncLocal<Activity?> CurrentLocal(Activity? activity);
+
+    private static class HandlerOf<TValue>
+    {
+        [UnsafeAccessor(UnsafeAccessorKind.Field, Name = "_valueChangedHandler")]
+        internal static extern ref Action<AsyncLocalValueChangedArgs<TValue>>? Field(AsyncLocal<TValue> local);
+    }
+
+    [Fact]
+    public void AHookReplacedByAnotherHandlerHandsOverToTheIntegrationsOwnAsyncLocal()
+    {
+        // Someone else's code puts its own handler in place of the hook: the
+        // next set of Activity.Current is told to no one but CurrentChanged,
+        // which finds the hook silent and hands over to the AsyncLocal of
+        // the integration's own; no thread is left publishing a stale
+        // activity.
+        using var integration = ActivityThreadContext.Start(new ActivityThreadContextOptions { HookActivityCurrent = true });
+        Assert.True(integration.HooksActivityCurrent);
+        ref Action<AsyncLocalValueChangedArgs<Activity?>>? handler = ref HandlerOf<Activity?>.Field(CurrentLocal(null));
+        Action<AsyncLocalValueChangedArgs<Activity?>>? hook = handler;
+        Assert.NotNull(hook);
+        int othersCalls = 0;
+        handler = _ => Interlocked.Increment(ref othersCalls);
+        try
+        {
+            T.OnNewThread(() =>
+            {
+                Activity parent = NewActivity("parent").Start();
+                T.Publishes(parent.TraceId, parent.SpanId, parent.ActivityTraceFlags);
+                Activity child = NewActivity("child").Start();
+                T.Publishes(child.TraceId, child.SpanId, child.ActivityTraceFlags);
+                child.Stop();
+                T.Publishes(parent.TraceId, parent.SpanId, parent.ActivityTraceFlags);
+                parent.Stop();
+                T.PublishesNothing();
+            });
+            Assert.False(integration.HooksActivityCurrent);
+            Assert.True(othersCalls > 0);
+        }
+        finally
+        {
+            handler = hook;
+        }
+    }
 }
