@@ -364,6 +364,9 @@ _inspect_prototypes: Prototypes = {
         _int, [ctypes.c_void_p, ctypes.POINTER(InspectThread), _size,
                ctypes.POINTER(_size)]),
     "otel_thread_ctx_inspect_close": (None, [ctypes.c_void_p]),
+    "otel_thread_ctx_inspect_maps_signature": (_int, [_int, ctypes.POINTER(ctypes.c_uint64)]),
+    "otel_thread_ctx_inspect_signature": (
+        _int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]),
 }
 
 

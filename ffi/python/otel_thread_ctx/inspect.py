@@ -21,6 +21,10 @@ then the dynamic loader; ImportError if none works).
   give text that never fails (a byte that is not UTF-8 reads \\xNN),
   named_raw_attrs() the bytes, otel_thread_ctx.escape() a form safe for a
   terminal.  threads() says whether it read every thread (total, partial).
+- maps_signature(pid) is a signature of the modules a process has loaded,
+  and Inspector.signature the same as the Inspector was opened: while the
+  two are equal, the process has loaded and unloaded no module since, and
+  what the Inspector found there still holds.
 
 Errors raise InspectError, a ThreadCtxError whose code may also be one of
 the reading side's (Error below) and whose text is
@@ -39,7 +43,8 @@ from . import Record, ThreadCtxError, _code_names, _record_from
 
 __all__ = ["Error", "EncodedValue", "InspectError", "Inspector", "Libc", "Model",
            "Module", "ProcessContext", "Thread", "Threads", "Value", "decode_process",
-           "library_path", "read_process", "read_process_at", "strerror"]
+           "library_path", "maps_signature", "read_process", "read_process_at",
+           "strerror"]
 
 _i, library_path = _lib.inspect_lib()
 _c = _lib.lib
@@ -326,6 +331,20 @@ class Threads(List[Thread]):
         return len(self) < self.total or self.not_stopped > 0
 
 
+def maps_signature(pid: int) -> int:
+    """otel_thread_ctx_inspect_maps_signature(): a signature (a 64-bit hash)
+    of the files process `pid` maps from their start, read from
+    /proc/PID/maps.  It changes when the process loads or unloads a module,
+    and not when it maps anonymous memory, starts threads or changes the
+    protection of a mapping: a reader compares it with Inspector.signature
+    to know when to open an Inspector again.  InspectError ESRCH (pid 0
+    too: it names no process here), EPERM, EFAULT, ENOMEM, ESYS."""
+    signature = ctypes.c_uint64()
+    _check(_i.otel_thread_ctx_inspect_maps_signature(_pid(pid), ctypes.byref(signature)),
+           "maps_signature")
+    return int(signature.value)
+
+
 class Inspector:
     """otel_thread_ctx_inspect_open(pid): what a ptrace-based reader found
     in process `pid` (its modules, C library and process context); then
@@ -393,6 +412,19 @@ class Inspector:
     def key_name(self, index: int) -> Optional[str]:
         """The name of key `index` in the process's key map, or None."""
         return self._key_names[index] if 0 <= index < len(self._key_names) else None
+
+    @property
+    def signature(self) -> int:
+        """otel_thread_ctx_inspect_signature(): maps_signature() of the
+        process as the Inspector began to read it, taken in the same pass
+        over its maps (no I/O here).  When maps_signature(pid) differs, the
+        process has loaded or unloaded a module since: open another.
+        ValueError once closed."""
+        signature = ctypes.c_uint64()
+        with self._lock:
+            _check(_i.otel_thread_ctx_inspect_signature(self._open(), ctypes.byref(signature)),
+                   "signature")
+        return int(signature.value)
 
     def _thread(self, t: _lib.InspectThread) -> Thread:
         record = None

@@ -43,14 +43,24 @@ def exec_done(pid: int, name: str) -> bool:
             return True
         os.sched_yield()
 
+
+def mapped_files(pid: int) -> "set[str]":
+    """The paths of the files process `pid` maps."""
+    with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
+        return {fields[5].rstrip("\n") for fields in (line.split(None, 5) for line in f)
+                if len(fields) == 6 and fields[5].startswith("/")}
+
+
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 
 # The child.  Workers 1..N each publish their own span, with the route
 # attribute; two more attach one context, which the main thread then
 # destroys (they keep publishing their copies); one publishes nothing.  It
-# prints "ready" and the thread ids, then waits for stdin to close.
+# prints "ready" and the thread ids, then until stdin closes takes commands
+# from it: "load PATH" loads the shared library PATH (dlopen) and prints
+# "loaded".
 CHILD = r"""
-import os, sys, threading
+import ctypes, os, sys, threading
 import otel_thread_ctx as otc
 route = otc.key_register("http.route")
 method = otc.key_register("http.method")
@@ -88,7 +98,12 @@ for t in threads:
 ready.wait()
 shared.destroy()
 print("ready", " ".join("%s=%d" % kv for kv in sorted(tids.items())), flush=True)
-sys.stdin.read()
+loaded = []
+for line in sys.stdin:
+    command, _, path = line.rstrip("\n").partition(" ")
+    if command == "load":
+        loaded.append(ctypes.CDLL(path))
+        print("loaded", flush=True)
 done.set()
 for t in threads:
     t.join()
@@ -109,9 +124,18 @@ class Child:
             raise RuntimeError("the child did not start: %r" % line)
         self.tids = {k: int(v) for k, v in (w.split("=") for w in line[1:])}
 
+    def load(self, path):
+        """Has the child load the shared library `path`."""
+        self.proc.stdin.write("load %s\n" % path)
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if line != "loaded\n":
+            raise RuntimeError("the child did not load %s: %r" % (path, line))
+
     def close(self):
         self.proc.stdin.close()
         rc = self.proc.wait(60)
+        self.proc.stdout.close()
         if rc != 0:
             raise RuntimeError("the child exited %d" % rc)
 
@@ -195,6 +219,45 @@ class Live(unittest.TestCase):
         with self.assertRaises(ValueError):
             insp.threads()  # closed
 
+    def test_a_fresh_inspector_has_the_maps_signature(self):
+        signature = inspect.maps_signature(self.pid)
+        self.assertIsInstance(signature, int)
+        self.assertTrue(0 <= signature < 1 << 64, signature)
+        with inspect.Inspector(self.pid) as insp:
+            self.assertEqual(insp.signature, signature)
+        self.assertEqual(inspect.maps_signature(self.pid), signature,
+                         "the child loaded nothing meanwhile")
+        self.assertNotEqual(inspect.maps_signature(os.getpid()), signature,
+                            "this process has other modules (the inspector's library)")
+        with self.assertRaises(ValueError):
+            _ = insp.signature  # closed
+
+
+class ModuleLoaded(unittest.TestCase):
+    """The maps signature of a child (its own, not Live's) that loads a
+    library it did not have: libotel-thread-ctx-inspect, which it never
+    imports."""
+
+    def test_a_library_loaded_changes_the_signature(self):
+        library = [p for p in mapped_files(os.getpid()) if "libotel-thread-ctx-inspect" in p]
+        self.assertEqual(len(library), 1, library)
+        child = Child()
+        pid = child.proc.pid
+        try:
+            self.assertNotIn(library[0], mapped_files(pid))
+            before = inspect.maps_signature(pid)
+            with inspect.Inspector(pid) as old:
+                self.assertEqual(old.signature, before)
+                child.load(library[0])
+                self.assertIn(library[0], mapped_files(pid))
+                after = inspect.maps_signature(pid)
+                self.assertNotEqual(after, before, "a module loaded, the same signature")
+                with inspect.Inspector(pid) as new:
+                    self.assertEqual(new.signature, after)
+                self.assertEqual(old.signature, before, "the signature as the old one was opened")
+        finally:
+            child.close()
+
 
 class Errors(unittest.TestCase):
     def assertCode(self, code, function, *args):
@@ -228,6 +291,18 @@ class Errors(unittest.TestCase):
         self.assertCode(inspect.Error.ESRCH, inspect.read_process, gone.pid)
         with self.assertRaises(ValueError):
             inspect.Inspector(-1)
+
+    def test_maps_signature_of_no_process(self):
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        e = self.assertCode(inspect.Error.ESRCH, inspect.maps_signature, gone.pid)
+        self.assertEqual((e.name, e.function), ("ESRCH", "maps_signature"))
+        # 0 is not this process here (as for Inspector, unlike read_process).
+        self.assertCode(inspect.Error.ESRCH, inspect.maps_signature, 0)
+        with self.assertRaises(ValueError):
+            inspect.maps_signature(-1)
+        with self.assertRaises(TypeError):
+            inspect.maps_signature(str(os.getpid()))
 
 
 class HostileRecords(unittest.TestCase):

@@ -13,6 +13,10 @@
 //!   only.  That needs the right to ptrace-attach to the process: the same
 //!   user, and under Yama's `ptrace_scope` 1 an ancestor of it (a parent
 //!   reads its child).
+//! - [`maps_signature`] is a signature of the modules a process has
+//!   loaded, and [`Inspector::signature`] the same as the inspector was
+//!   opened: while the two are equal, the process has loaded and unloaded
+//!   no module since, and what the inspector found there still holds.
 //!
 //! Errors are the crate's [`Error`], whose code may be one the reading side
 //! adds (`EPERM`, `ENOENT`, `ESRCH`, `EAGAIN`, `EFAULT`, `EFORMAT`,
@@ -176,6 +180,20 @@ pub fn decode_process(payload: &[u8]) -> Result<ProcessContext> {
         si::otel_thread_ctx_inspect_process_decode(payload.as_ptr() as *const c_void, payload.len(), &mut out)
     };
     take(rc, out)
+}
+
+/// `otel_thread_ctx_inspect_maps_signature()`: a signature (a 64-bit hash)
+/// of the files process `pid` maps from their start, read from
+/// /proc/PID/maps.  It changes when the process loads or unloads a module,
+/// and not when it maps anonymous memory, starts threads or changes the
+/// protection of a mapping: a reader compares it with
+/// [`Inspector::signature`] to know when to open an inspector again.
+/// Errors: ESRCH (also for a `pid` of 0 or below), EPERM, EFAULT, ENOMEM,
+/// ESYS.
+pub fn maps_signature(pid: i32) -> Result<u64> {
+    let mut signature = 0;
+    check(unsafe { si::otel_thread_ctx_inspect_maps_signature(pid, &mut signature) })?;
+    Ok(signature)
 }
 
 /// How a module's code reaches the slot, and so how it is found.
@@ -385,6 +403,20 @@ impl Inspector {
     /// The name of key `index` in that key map.
     pub fn key_name(&self, index: u32) -> Option<&str> {
         self.key_names.get(index as usize).map(String::as_str)
+    }
+
+    /// `otel_thread_ctx_inspect_signature()`: the [`maps_signature`] of the
+    /// process as [`Inspector::open`] began to read it, taken in the same
+    /// pass over its maps (no I/O here).  When `maps_signature(pid)`
+    /// differs, the process has loaded or unloaded a module since: open
+    /// another.
+    pub fn signature(&self) -> u64 {
+        let mut signature = 0;
+        // SAFETY: the inspector is open until dropped; its one error,
+        // ENULL, needs a null pointer.
+        let rc = unsafe { si::otel_thread_ctx_inspect_signature(self.raw.as_ptr(), &mut signature) };
+        debug_assert_eq!(rc, sys::OTEL_THREAD_CTX_OK);
+        signature
     }
 
     fn thread_from(&self, t: &si::otel_thread_ctx_inspect_thread) -> Thread {

@@ -499,5 +499,11 @@ pub mod inspect {
             count: *mut usize,
         ) -> c_int;
         pub fn otel_thread_ctx_inspect_close(insp: *mut otel_thread_ctx_inspector);
+
+        pub fn otel_thread_ctx_inspect_maps_signature(pid: pid_t, signature: *mut u64) -> c_int;
+        pub fn otel_thread_ctx_inspect_signature(
+            insp: *const otel_thread_ctx_inspector,
+            signature: *mut u64,
+        ) -> c_int;
     }
 }

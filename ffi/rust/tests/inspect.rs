@@ -10,12 +10,14 @@
 //! cargo-test.sh).
 #![cfg(feature = "inspect")]
 
-use otel_thread_ctx::inspect::{read_process, AnyValue, Inspector, Libc, Model};
+use otel_thread_ctx::inspect::{maps_signature, read_process, AnyValue, Inspector, Libc, Model};
 use otel_thread_ctx::process::{self, Value};
 use otel_thread_ctx::{register_key, update_all, Context, Error};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::ffi::{CStr, CString};
+use std::io::{BufRead, BufReader, Write};
+use std::os::raw::{c_char, c_int, c_void};
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 const WORKERS: u8 = 4;
 
@@ -55,10 +57,29 @@ fn no_ptrace() -> bool {
     }
 }
 
+extern "C" {
+    fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+    fn dlerror() -> *const c_char;
+}
+
+const RTLD_NOW: c_int = 2;
+
+/// The paths of the files process `pid` maps.
+fn mapped_files(pid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.splitn(6, char::is_whitespace).nth(5))
+        .map(|path| path.trim_start().to_string())
+        .filter(|path| path.starts_with('/'))
+        .collect()
+}
+
 /// The service, in the child: workers 1..=WORKERS publish their own span
 /// with two attributes, t1 and t2 each a copy of one shared context, idle
-/// nothing.  Prints
-/// "ready" and name=tid pairs, then waits for stdin to close.
+/// nothing.  Prints "ready" and name=tid pairs, then until stdin closes
+/// takes commands from it: "load LIBRARY" loads a shared library (dlopen)
+/// and prints "loaded".
 #[test]
 // The threads must all start before any is joined: the collect is needed
 // (clippy 1.63 says otherwise).
@@ -105,12 +126,22 @@ fn service() {
         .collect();
     let pairs: Vec<String> = threads.iter().map(|_| rx.recv().unwrap()).collect();
     println!("ready {}", pairs.join(" "));
-    std::io::stdin().read_to_end(&mut Vec::new()).unwrap();
+    for line in std::io::stdin().lock().lines() {
+        if let Some(library) = line.unwrap().strip_prefix("load ") {
+            let name = CString::new(library).unwrap();
+            // SAFETY: a NUL-terminated name; the library stays loaded.
+            if unsafe { dlopen(name.as_ptr(), RTLD_NOW) }.is_null() {
+                panic!("dlopen {library}: {:?}", unsafe { CStr::from_ptr(dlerror()) });
+            }
+            println!("loaded");
+        }
+    }
     std::process::exit(0);
 }
 
 struct Service {
     child: Child,
+    out: BufReader<ChildStdout>,
     tids: BTreeMap<String, i32>,
 }
 
@@ -142,11 +173,22 @@ impl Service {
                 (k.to_string(), v.parse().unwrap())
             })
             .collect();
-        Service { child, tids }
+        Service { child, out, tids }
     }
 
     fn pid(&self) -> i32 {
         self.child.id() as i32
+    }
+
+    /// Has the service load the shared library `library` (a path, or a
+    /// name the dynamic loader looks for).
+    fn load(&mut self, library: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "load {library}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        assert_eq!(line, "loaded\n", "the service did not load {library}");
     }
 }
 
@@ -214,6 +256,58 @@ fn inspect_a_live_service() {
     let one = insp.thread(service.tids["w2"]);
     assert_eq!(one.record().unwrap().span_id(), [2; 8]);
     assert_eq!(insp.thread(std::process::id() as i32).status.unwrap_err(), Error::ESRCH);
+}
+
+#[test]
+fn inspect_signature_of_a_live_service() {
+    if no_ptrace() {
+        return;
+    }
+    let service = Service::start();
+    let signature = maps_signature(service.pid()).unwrap();
+    let insp = Inspector::open(service.pid()).unwrap();
+    assert_eq!(insp.signature(), signature, "open()'s signature, the maps signature");
+    assert_eq!(maps_signature(service.pid()).unwrap(), signature, "the service loaded nothing meanwhile");
+}
+
+/// A library of glibc that no test program links, for the service to load
+/// (the file maps shows may be named libresolv-2.NN.so).
+const LIBRARY: &str = "libresolv.so.2";
+
+#[test]
+fn inspect_signature_after_a_module_is_loaded() {
+    if no_ptrace() {
+        return;
+    }
+    let mut service = Service::start();
+    let pid = service.pid();
+    let has_library = |pid| mapped_files(pid).iter().any(|p| p.contains("/libresolv"));
+    assert!(!has_library(pid), "the service has {LIBRARY} already");
+    let before = maps_signature(pid).unwrap();
+    let old = Inspector::open(pid).unwrap();
+    assert_eq!(old.signature(), before);
+    service.load(LIBRARY);
+    assert!(has_library(pid), "the service did not map {LIBRARY}");
+    let after = maps_signature(pid).unwrap();
+    assert_ne!(after, before, "a module loaded, the same signature");
+    assert_eq!(Inspector::open(pid).unwrap().signature(), after);
+    assert_eq!(old.signature(), before, "the signature as the old inspector was opened");
+}
+
+#[test]
+fn inspect_maps_signature_errors() {
+    if no_ptrace() {
+        return;
+    }
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id() as i32;
+    gone.wait().unwrap();
+    assert_eq!(maps_signature(pid).unwrap_err(), Error::ESRCH);
+    // 0 and below name no process, as for Inspector::open.
+    for bad in [0, -1, i32::MIN] {
+        assert_eq!(maps_signature(bad).unwrap_err(), Error::ESRCH, "pid {bad}");
+        assert_eq!(Inspector::open(bad).unwrap_err(), Error::ESRCH, "pid {bad}");
+    }
 }
 
 #[test]
