@@ -835,7 +835,53 @@ def loadavg():
         return [float(v) for v in f.read().split()[:3]]
 
 
-def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_start, bdn_job):
+AWAIT_SIZES = (1_000, 11_000)
+AWAIT_REPEATS = 3
+
+
+def await_instructions(exe):
+    """Instructions per await of each await row, counted by callgrind: the
+    published benchmark run as `await-instructions KIND MODE COUNT`, one
+    flow in a process of its own (so each mode is set against no hook ever
+    installed), at two sizes; the difference over the difference in awaits
+    leaves out the process's start and end.  The thread pool's spinning
+    counts too and varies from run to run: the median of three.  {row:
+    (median, lowest, highest)}, or {} without valgrind."""
+    if shutil.which("valgrind") is None:
+        print("no valgrind on PATH: the await rows are not counted in instructions")
+        return {}
+    # valgrind cannot read the debug file NativeAOT writes next to the
+    # executable: a copy without it.
+    scratch = tempfile.mkdtemp(prefix="otel-dotnet-instr-")
+    try:
+        copy = os.path.join(scratch, os.path.basename(exe))
+        shutil.copy2(exe, copy)
+        counts = {}
+        for _, _, net in HOP_ROWS + OTHER_ROWS:
+            kind = net.split()[0].split(".")[1]
+            mode = net.split("Mode=")[1]
+            per = []
+            for _ in range(AWAIT_REPEATS):
+                total = []
+                for n in AWAIT_SIZES:
+                    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", copy,
+                                        "await-instructions", kind, mode, str(n)],
+                                       capture_output=True, text=True)
+                    m = re.search(r"Collected : (\d+)", p.stderr)
+                    if p.returncode != 0 or m is None:
+                        fail(f"callgrind of {net} ({n} awaits) exited {p.returncode}:\n{p.stderr[-2000:]}")
+                    total.append(int(m.group(1)))
+                per.append((total[1] - total[0]) / (AWAIT_SIZES[1] - AWAIT_SIZES[0]))
+            per.sort()
+            counts[net] = (per[len(per) // 2], per[0], per[-1])
+            print(f"AOTINSTR {net} {counts[net][0]:.0f} ({counts[net][1]:.0f} to {counts[net][2]:.0f})",
+                  flush=True)
+        return counts
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t_start, load_start, bdn_job):
     """The run as bench/results/dotnet.json holds it."""
     def c_of(c, name):
         v = c.get(name) if name else None
@@ -893,9 +939,16 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_sta
             # The share of the awaits that resumed on another thread.
             h = aot_hops.get(net)
             a["resumed_elsewhere_pct"] = h[0] if h else None
+            i = aot_instr.get(net)
+            a["instructions"], a["instructions_low"], a["instructions_high"] = \
+                (round(i[0]), round(i[1]), round(i[2])) if i else (None, None, None)
             out.append({"id": rid, "label": label, "dotnet_row": net, "aot": a})
+        base = out[0]["aot"]
         for r in out[1:]:
-            with_ratio(r["aot"], out[0]["aot"]["ns"])
+            with_ratio(r["aot"], base["ns"])
+            ins = r["aot"]["instructions"]
+            r["aot"]["instructions_ratio"] = round(ins / base["instructions"], 3) \
+                if ins is not None and base["instructions"] else None
         return out
 
     hops = await_rows(HOP_ROWS)
@@ -953,6 +1006,9 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t_start, load_sta
             "bdn_job": bdn_job,
             "aot": "a Stopwatch loop: 21 runs (200,000 calls; 100,000 activities; 50,000 awaits) after a "
                    "warm-up; median, 6th and 16th",
+            "aot_instructions": "callgrind: one flow per process, %s awaits; per await, the difference; "
+                                "median, lowest and highest of %d" % (
+                                    " and ".join(f"{n:,}" for n in AWAIT_SIZES), AWAIT_REPEATS),
         },
         "c_jit": {k: v for k, v in c_jit.items()},
         "c_aot": {k: v for k, v in c_aot.items()},
@@ -970,7 +1026,7 @@ def write_results(res, folder):
         json.dump(res, f, indent=1)
         f.write("\n")
     cols = ["id", "label", "runtime", "ns", "ci_ns", "ci_low", "ci_high", "c_ns", "c_ci_low", "c_ci_high",
-            "ratio", "per_switch", "bytes"]
+            "ratio", "per_switch", "bytes", "instructions", "instructions_ratio"]
     with open(os.path.join(folder, "dotnet.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -1038,6 +1094,7 @@ def bench():
     aot = bench_lines(p.stdout, "AOT", 3)
     aot_alloc = bench_lines(p.stdout, "AOTALLOC", 1)
     aot_hops = bench_lines(p.stdout, "AOTHOPS", 1)
+    aot_instr = await_instructions(os.path.join(out, "OtelThreadCtx.Bench"))
     hooked = [line.split()[1] == "True" for line in p.stdout.splitlines() if line.startswith("AOTHOOK ")]
     wrong = [line for line in p.stdout.splitlines() if line.startswith("AOTWRONG ")]
     if wrong:
@@ -1046,7 +1103,7 @@ def bench():
     job = ("ShortRun (3 iterations: OTEL_DOTNET_BENCH_SHORT=1)" if short else
            "the default job (iterations until the 99.9 % CI is within 2 % of the mean, 15 to 100), "
            "in process (InProcessEmitToolchain), MemoryDiagnoser")
-    res = bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, t0, load_start, job)
+    res = bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t0, load_start, job)
     res["aot_hooks_activity_current"] = bool(hooked) and all(hooked)
     write_results(res, os.path.join(WORK, "bench"))
     folder = os.environ.get("OTEL_DOTNET_BENCH_RESULTS", "")

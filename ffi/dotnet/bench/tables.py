@@ -75,10 +75,20 @@ def switches_table(d):
     return "\n".join(out)
 
 
+def instructions(a, base):
+    v = a.get("instructions")
+    if v is None:
+        return "-"
+    text = f"{v:,}"
+    if a is not base and base.get("instructions"):
+        text += ratio(v, base["instructions"])
+    return text + f" ({a['instructions_low']:,} to {a['instructions_high']:,})"
+
+
 def hops_table(d, group="hops"):
     out = [
-        "| | .NET NativeAOT: median (CI) | awaits resumed on another thread |",
-        "| --- | ---: | ---: |",
+        "| | .NET NativeAOT: median (CI) | awaits resumed on another thread | instructions (lowest to highest) |",
+        "| --- | ---: | ---: | ---: |",
     ]
     base = d[group][0]
     for r in d[group]:
@@ -86,7 +96,7 @@ def hops_table(d, group="hops"):
         pct = a.get("resumed_elsewhere_pct")
         out.append(f"| {r['label']} | {ns(a['ns'])}" + ("" if r is base else ratio(a["ns"], base["aot"]["ns"]))
                    + f" ({interval(a['ci_low'], a['ci_high'])}) | "
-                   + ("-" if pct is None else f"{pct:.1f} %") + " |")
+                   + ("-" if pct is None else f"{pct:.1f} %") + f" | {instructions(a, base['aot'])} |")
     return "\n".join(out)
 
 
@@ -114,11 +124,14 @@ def render(d):
         "against the same without the integration; per switch, half the difference the integration makes "
         "(its CI from the two intervals); bytes: allocated per start + stop on the calling thread:",
         switches_table(d),
-        "Per `await Task.Yield()` in an activity, in nanoseconds (each resumes on a thread pool thread, the one it left or another: the share of the latter is the last column):",
+        "Per `await Task.Yield()` in an activity, in nanoseconds (each resumes on a thread pool thread, "
+        "the one it left or another: the share of the latter is the third column), and in instructions: "
+        f"{d['settings'].get('aot_instructions', 'not counted')}:",
         hops_table(d),
         "The same flow, each `await` resuming on another thread-pool thread (the awaiting thread "
         "queues the continuation and waits until another thread has taken it, as when an I/O "
-        "completes on another thread):",
+        "completes on another thread); its instructions include the threads' spinning and waiting "
+        "for each other, which change with the order in which callgrind runs them:",
         hops_table(d, "hops_other"),
         "The goals, measured in this run:",
         goals_table(d),

@@ -7,9 +7,12 @@
 // "AOTALLOC <row> <bytes>": the bytes the calling thread allocated per
 // operation (GC.GetAllocatedBytesForCurrentThread).  This plain Stopwatch
 // loop is what measures the NativeAOT executable: BenchmarkDotNet measures
-// under the JIT.  Run on one thread unless said otherwise.
+// under the JIT.  Run on one thread unless said otherwise.  With the
+// arguments `await-instructions KIND MODE COUNT` it runs one flow of an
+// await row and nothing else, for run.py to count under callgrind.
 using System;
 using System.Diagnostics;
+using System.Globalization;
 using System.Runtime.CompilerServices;
 using System.Threading;
 using System.Threading.Tasks;
@@ -42,8 +45,11 @@ internal static class Program
         return median;
     }
 
-    private static int Main()
+    private static int Main(string[] args)
     {
+        if (args.Length == 4 && args[0] == "await-instructions")
+            return AwaitInstructions(args[1], args[2], int.Parse(args[3], CultureInfo.InvariantCulture));
+
         var trace = ActivityTraceId.CreateRandom();
         var spans = new ActivitySpanId[256];
         for (int i = 0; i < spans.Length; i++)
@@ -181,30 +187,16 @@ internal static class Program
         {
             using ActivityThreadContext? integration = mode == 1 ? ActivityThreadContext.Start(options) : null;
             var sw = Stopwatch.StartNew();
-            Task.Run(async () =>
-            {
-                using var a = new Activity("flow").SetIdFormat(ActivityIdFormat.W3C).Start();
-                int last = Environment.CurrentManagedThreadId;
-                for (int i = 0; i < count; i++)
-                {
-                    if (other)
-                        await default(OtherThread);
-                    else
-                        await Task.Yield();
-                    int now = Environment.CurrentManagedThreadId;
-                    if (now != last)
-                        hopped[mode]++;
-                    last = now;
-                }
-                awaits[mode] += count;
-                // With the integration, the thread the flow ends on
-                // publishes it.  (Without, threads keep the record the last
-                // run published: nothing to check.)
-                bool published = CurrentThread.TryReadIds(out _, out ActivitySpanId span, out _);
-                if (integration != null && (!published || span != a.SpanId))
-                    Interlocked.Increment(ref wrong);
-            }).Wait();
-            return sw.Elapsed.TotalMilliseconds * 1e6 / count;
+            FlowEnd end = Task.Run(() => Flow(count, other)).Result;
+            double ns = sw.Elapsed.TotalMilliseconds * 1e6 / count;
+            hopped[mode] += end.Hopped;
+            awaits[mode] += count;
+            // With the integration, the thread the flow ends on publishes
+            // it.  (Without, threads keep the record the last run
+            // published: nothing to check.)
+            if (integration != null && end.Published != end.Own)
+                wrong++;
+            return ns;
         }
 
         for (int w = 0; w < 3; w++)
@@ -230,6 +222,60 @@ internal static class Program
         }
         if (wrong != 0)
             Console.WriteLine($"AOTWRONG {names[1]} {wrong}");
+    }
+
+    // How a flow of the await rows ended: the awaits that resumed on another
+    // thread than the one they left, the span id the thread it ended on
+    // publishes (null: nothing), and the flow's own.
+    private readonly record struct FlowEnd(long Hopped, ActivitySpanId? Published, ActivitySpanId Own);
+
+    // The flow of the await rows: an activity, and `count` awaits in it
+    // (other: each resuming on another thread-pool thread).
+    private static async Task<FlowEnd> Flow(int count, bool other)
+    {
+        using var a = new Activity("flow").SetIdFormat(ActivityIdFormat.W3C).Start();
+        int last = Environment.CurrentManagedThreadId;
+        long hopped = 0;
+        for (int i = 0; i < count; i++)
+        {
+            if (other)
+                await default(OtherThread);
+            else
+                await Task.Yield();
+            int now = Environment.CurrentManagedThreadId;
+            if (now != last)
+                hopped++;
+            last = now;
+        }
+        bool published = CurrentThread.TryReadIds(out _, out ActivitySpanId span, out _);
+        return new FlowEnd(hopped, published ? span : null, a.SpanId);
+    }
+
+    // `await-instructions KIND MODE COUNT`: one flow of COUNT awaits of an
+    // await row (KIND Yield or Other; MODE None, Ids, IdsHooked or HookIdle)
+    // and nothing else, in a process of its own, for run.py to count its
+    // instructions under callgrind: what the integration adds per await,
+    // without the thread pool's timing, and each mode against no hook ever
+    // installed.  Exits 1 when the thread the flow ends on does not publish
+    // what the mode should.
+    private static int AwaitInstructions(string kind, string mode, int count)
+    {
+        var hooked = new ActivityThreadContextOptions { HookActivityCurrent = true };
+        ActivityThreadContext? integration = mode switch
+        {
+            "None" => null,
+            "Ids" => ActivityThreadContext.Start(),
+            "IdsHooked" => ActivityThreadContext.Start(hooked),
+            "HookIdle" => null,
+            _ => throw new ArgumentException($"mode {mode}"),
+        };
+        if (mode == "HookIdle")
+            ActivityThreadContext.Start(hooked).Dispose();
+        if (mode == "IdsHooked" && !integration!.HooksActivityCurrent)
+            return 1;
+        FlowEnd end = Task.Run(() => Flow(count, kind == "Other")).Result;
+        integration?.Dispose();
+        return integration == null || end.Published == end.Own ? 0 : 1;
     }
 
     // An await that resumes on another thread-pool thread: the continuation
