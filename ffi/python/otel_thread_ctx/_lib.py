@@ -395,6 +395,10 @@ def inspect_lib() -> Tuple[ctypes.CDLL, str]:
     global _inspect  # pylint: disable=global-statement
     if _inspect is None:
         library, where = load(INSPECT_ENV_LIBRARY, INSPECT_PKG_CONFIG_NAME, INSPECT_SONAME)
-        _declare(library, _inspect_prototypes)
+        try:
+            _declare(library, _inspect_prototypes)
+        except AttributeError as e:
+            raise ImportError(f"{where} is older than this package (it lacks a function: {e}); "
+                              "install the library of the package's own version") from e
         _inspect = (library, where)
     return _inspect

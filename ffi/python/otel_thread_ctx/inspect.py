@@ -24,7 +24,8 @@ then the dynamic loader; ImportError if none works).
 - maps_signature(pid) is a signature of the modules a process has loaded,
   and Inspector.signature the same as the Inspector was opened: while the
   two are equal, the process has loaded and unloaded no module since, and
-  what the Inspector found there still holds.
+  the modules and slots the Inspector found still hold (its key map and
+  process context are as they were at open).
 
 Errors raise InspectError, a ThreadCtxError whose code may also be one of
 the reading side's (Error below) and whose text is

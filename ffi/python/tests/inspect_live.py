@@ -227,8 +227,6 @@ class Live(unittest.TestCase):
             self.assertEqual(insp.signature, signature)
         self.assertEqual(inspect.maps_signature(self.pid), signature,
                          "the child loaded nothing meanwhile")
-        self.assertNotEqual(inspect.maps_signature(os.getpid()), signature,
-                            "this process has other modules (the inspector's library)")
         with self.assertRaises(ValueError):
             _ = insp.signature  # closed
 

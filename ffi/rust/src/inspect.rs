@@ -16,7 +16,8 @@
 //! - [`maps_signature`] is a signature of the modules a process has
 //!   loaded, and [`Inspector::signature`] the same as the inspector was
 //!   opened: while the two are equal, the process has loaded and unloaded
-//!   no module since, and what the inspector found there still holds.
+//!   no module since, and the modules and slots the inspector found still
+//!   hold (its key map and process context are as they were at open).
 //!
 //! Errors are the crate's [`Error`], whose code may be one the reading side
 //! adds (`EPERM`, `ENOENT`, `ESRCH`, `EAGAIN`, `EFAULT`, `EFORMAT`,

@@ -296,9 +296,7 @@ fn inspect_signature_after_a_module_is_loaded() {
 
 #[test]
 fn inspect_maps_signature_errors() {
-    if no_ptrace() {
-        return;
-    }
+    // Neither call needs ptrace here: no process, no maps to read.
     let mut gone = Command::new("true").spawn().unwrap();
     let pid = gone.id() as i32;
     gone.wait().unwrap();
