@@ -864,9 +864,12 @@ def await_instructions(exe):
             for _ in range(AWAIT_REPEATS):
                 total = []
                 for n in AWAIT_SIZES:
-                    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", copy,
-                                        "await-instructions", kind, mode, str(n)],
-                                       capture_output=True, text=True)
+                    try:
+                        p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                                            copy, "await-instructions", kind, mode, str(n)],
+                                           capture_output=True, text=True, timeout=300)
+                    except subprocess.TimeoutExpired:
+                        fail(f"callgrind of {net} ({n} awaits) did not end in 300 s")
                     m = re.search(r"Collected : (\d+)", p.stderr)
                     if p.returncode != 0 or m is None:
                         fail(f"callgrind of {net} ({n} awaits) exited {p.returncode}:\n{p.stderr[-2000:]}")
@@ -961,6 +964,26 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t_star
         return {"goal": text, "measured": "-" if value is None else fmt.format(value),
                 "met": value is not None and value <= limit}
 
+    def spread(a, key):
+        # The width of a row's interval over its figure: (6th, 16th) of the
+        # timed runs, (lowest, highest) of the counts.
+        lo, hi, mid = (a["ci_low"], a["ci_high"], a["ns"]) if key == "ns" else \
+            (a["instructions_low"], a["instructions_high"], a["instructions"])
+        return None if lo is None or hi is None or not mid else (hi - lo) / mid
+
+    def await_goal(text, rows, rid, key):
+        # An await ratio is judged only where both rows' intervals are
+        # within 10 % of their figures (the issue's rule for a figure one
+        # can read); else "not judged" (met: null), with the ratio shown.
+        base, a = rows[0]["aot"], row(rows, rid)["aot"]
+        value = a.get("ratio" if key == "ns" else "instructions_ratio")
+        g = goal(text, value, 1.3, "{:.2f}x")
+        widths = [spread(base, key), spread(a, key)]
+        if value is not None and (None in widths or max(widths) > 0.10):
+            g["measured"] += " (an interval over 10 %)"
+            g["met"] = None
+        return g
+
     goals = [
         goal("NativeAOT `update_span_id` <= 1.5x C", row(calls, "update_span_id")["aot"]["ratio"], 1.5, "{:.2f}x"),
         goal("NativeAOT attach + update <= 2x C", row(calls, "scope")["aot"]["ratio"], 2.0, "{:.2f}x"),
@@ -974,14 +997,18 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t_star
              row(switches, "switch_route")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
         goal("the same, `HookActivityCurrent = true`",
              row(switches, "switch_route_hooked")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
-        goal("NativeAOT, per `await` that hops threads, <= 1.3x without the integration",
-             row(others, "other_ids")["aot"].get("ratio"), 1.3, "{:.2f}x"),
-        goal("the same, `HookActivityCurrent = true`", row(others, "other_ids_hooked")["aot"].get("ratio"), 1.3,
-             "{:.2f}x"),
-        goal("NativeAOT, per `await Task.Yield()` (thread pool), <= 1.3x without the integration",
-             row(hops, "hop_ids")["aot"].get("ratio"), 1.3, "{:.2f}x"),
-        goal("the same, `HookActivityCurrent = true`", row(hops, "hop_ids_hooked")["aot"].get("ratio"), 1.3,
-             "{:.2f}x"),
+        await_goal("NativeAOT, per `await` that hops threads, <= 1.3x without the integration",
+                   others, "other_ids", "ns"),
+        await_goal("the same, `HookActivityCurrent = true`", others, "other_ids_hooked", "ns"),
+        await_goal("the same, in instructions (callgrind)", others, "other_ids", "instructions"),
+        await_goal("the same, in instructions, `HookActivityCurrent = true`", others, "other_ids_hooked",
+                   "instructions"),
+        await_goal("NativeAOT, per `await Task.Yield()` (thread pool), <= 1.3x without the integration",
+                   hops, "hop_ids", "ns"),
+        await_goal("the same, `HookActivityCurrent = true`", hops, "hop_ids_hooked", "ns"),
+        await_goal("the same, in instructions (callgrind)", hops, "hop_ids", "instructions"),
+        await_goal("the same, in instructions, `HookActivityCurrent = true`", hops, "hop_ids_hooked",
+                   "instructions"),
         goal("bytes allocated per switch beyond `Activity.Current`'s own: 0 (NativeAOT, ids and one tag)",
              row(switches, "switch_route")["aot"].get("bytes_per_switch_more"), 0, "{:.0f} B"),
         goal("the same, `HookActivityCurrent = true`",
@@ -1008,7 +1035,8 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t_star
                    "warm-up; median, 6th and 16th",
             "aot_instructions": "callgrind: one flow per process, %s awaits; per await, the difference; "
                                 "median, lowest and highest of %d" % (
-                                    " and ".join(f"{n:,}" for n in AWAIT_SIZES), AWAIT_REPEATS),
+                                    " and ".join(f"{n:,}" for n in AWAIT_SIZES), AWAIT_REPEATS)
+                                if aot_instr else "not counted (no valgrind)",
         },
         "c_jit": {k: v for k, v in c_jit.items()},
         "c_aot": {k: v for k, v in c_aot.items()},

@@ -103,7 +103,8 @@ def hops_table(d, group="hops"):
 def goals_table(d):
     out = ["| goal | measured | met |", "| --- | ---: | --- |"]
     for g in d["goals"]:
-        out.append(f"| {g['goal']} | {g['measured']} | {'yes' if g['met'] else 'no'} |")
+        met = "not judged" if g["met"] is None else "yes" if g["met"] else "no"
+        out.append(f"| {g['goal']} | {g['measured']} | {met} |")
     return "\n".join(out)
 
 

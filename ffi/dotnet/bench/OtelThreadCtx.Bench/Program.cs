@@ -47,8 +47,14 @@ internal static class Program
 
     private static int Main(string[] args)
     {
-        if (args.Length == 4 && args[0] == "await-instructions")
-            return AwaitInstructions(args[1], args[2], int.Parse(args[3], CultureInfo.InvariantCulture));
+        if (args.Length != 0)
+        {
+            if (args.Length == 4 && args[0] == "await-instructions" &&
+                int.TryParse(args[3], NumberStyles.None, CultureInfo.InvariantCulture, out int count))
+                return AwaitInstructions(args[1], args[2], count);
+            Console.Error.WriteLine("usage: OtelThreadCtx.Bench [await-instructions KIND MODE COUNT]");
+            return 2;
+        }
 
         var trace = ActivityTraceId.CreateRandom();
         var spans = new ActivitySpanId[256];
@@ -257,25 +263,43 @@ internal static class Program
     // instructions under callgrind: what the integration adds per await,
     // without the thread pool's timing, and each mode against no hook ever
     // installed.  Exits 1 when the thread the flow ends on does not publish
-    // what the mode should.
+    // what the mode should (its activity, or nothing without the
+    // integration), or when a hooked mode runs without the hook; 2 on bad
+    // arguments.
     private static int AwaitInstructions(string kind, string mode, int count)
     {
+        if (kind != "Yield" && kind != "Other")
+            return 2;
         var hooked = new ActivityThreadContextOptions { HookActivityCurrent = true };
-        ActivityThreadContext? integration = mode switch
+        ActivityThreadContext? integration;
+        switch (mode)
         {
-            "None" => null,
-            "Ids" => ActivityThreadContext.Start(),
-            "IdsHooked" => ActivityThreadContext.Start(hooked),
-            "HookIdle" => null,
-            _ => throw new ArgumentException($"mode {mode}"),
-        };
-        if (mode == "HookIdle")
-            ActivityThreadContext.Start(hooked).Dispose();
-        if (mode == "IdsHooked" && !integration!.HooksActivityCurrent)
-            return 1;
+            case "None":
+                integration = null;
+                break;
+            case "Ids":
+                integration = ActivityThreadContext.Start();
+                break;
+            case "IdsHooked":
+                integration = ActivityThreadContext.Start(hooked);
+                if (!integration.HooksActivityCurrent)
+                    return 1;
+                break;
+            case "HookIdle":
+                // The hook installed, and left idle by the integration's end.
+                using (ActivityThreadContext idle = ActivityThreadContext.Start(hooked))
+                    if (!idle.HooksActivityCurrent)
+                        return 1;
+                integration = null;
+                break;
+            default:
+                return 2;
+        }
         FlowEnd end = Task.Run(() => Flow(count, kind == "Other")).Result;
+        bool hookStayed = integration == null || integration.HooksActivityCurrent == (mode == "IdsHooked");
         integration?.Dispose();
-        return integration == null || end.Published == end.Own ? 0 : 1;
+        bool right = integration == null ? end.Published is null : end.Published == end.Own;
+        return right && hookStayed ? 0 : 1;
     }
 
     // An await that resumes on another thread-pool thread: the continuation

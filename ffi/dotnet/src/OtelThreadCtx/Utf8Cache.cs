@@ -51,9 +51,10 @@ internal static unsafe class Utf8Cache
         return EncodeAndKeep(s, dst, room, out len);
     }
 
-    // A value is short (a route, a method name): up to 32 bytes are copied
-    // with two overlapping loads and stores, without a call.  The caller
-    // keeps len within the line and within the destination.
+    // A value is short (a route, a method name): one of 8 to 32 bytes is
+    // copied with two overlapping loads and stores, without a call; others
+    // with Span.CopyTo.  The caller keeps len within the line and within
+    // the destination, and nothing past len is written.
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static void Copy(ref byte src, byte* dst, int len)
     {
