@@ -984,6 +984,17 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t_star
             g["met"] = None
         return g
 
+    def await_goals(what, rows, prefix):
+        # The integration, then hooked, timed then counted, against the
+        # group's first row.
+        ids, hooked = f"{prefix}_ids", f"{prefix}_ids_hooked"
+        return [
+            await_goal(f"NativeAOT, {what}, <= 1.3x without the integration", rows, ids, "ns"),
+            await_goal("the same, `HookActivityCurrent = true`", rows, hooked, "ns"),
+            await_goal("the same, in instructions (callgrind)", rows, ids, "instructions"),
+            await_goal("the same, in instructions, `HookActivityCurrent = true`", rows, hooked, "instructions"),
+        ]
+
     goals = [
         goal("NativeAOT `update_span_id` <= 1.5x C", row(calls, "update_span_id")["aot"]["ratio"], 1.5, "{:.2f}x"),
         goal("NativeAOT attach + update <= 2x C", row(calls, "scope")["aot"]["ratio"], 2.0, "{:.2f}x"),
@@ -997,18 +1008,8 @@ def bench_results(c_jit, jit, c_aot, aot, aot_alloc, aot_hops, aot_instr, t_star
              row(switches, "switch_route")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
         goal("the same, `HookActivityCurrent = true`",
              row(switches, "switch_route_hooked")["aot"].get("per_switch"), 60.0, "{:.1f} ns"),
-        await_goal("NativeAOT, per `await` that hops threads, <= 1.3x without the integration",
-                   others, "other_ids", "ns"),
-        await_goal("the same, `HookActivityCurrent = true`", others, "other_ids_hooked", "ns"),
-        await_goal("the same, in instructions (callgrind)", others, "other_ids", "instructions"),
-        await_goal("the same, in instructions, `HookActivityCurrent = true`", others, "other_ids_hooked",
-                   "instructions"),
-        await_goal("NativeAOT, per `await Task.Yield()` (thread pool), <= 1.3x without the integration",
-                   hops, "hop_ids", "ns"),
-        await_goal("the same, `HookActivityCurrent = true`", hops, "hop_ids_hooked", "ns"),
-        await_goal("the same, in instructions (callgrind)", hops, "hop_ids", "instructions"),
-        await_goal("the same, in instructions, `HookActivityCurrent = true`", hops, "hop_ids_hooked",
-                   "instructions"),
+        *await_goals("per `await` that hops threads", others, "other"),
+        *await_goals("per `await Task.Yield()` (thread pool)", hops, "hop"),
         goal("bytes allocated per switch beyond `Activity.Current`'s own: 0 (NativeAOT, ids and one tag)",
              row(switches, "switch_route")["aot"].get("bytes_per_switch_more"), 0, "{:.0f} B"),
         goal("the same, `HookActivityCurrent = true`",

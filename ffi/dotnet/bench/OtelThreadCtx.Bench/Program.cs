@@ -296,7 +296,7 @@ internal static class Program
                 return 2;
         }
         FlowEnd end = Task.Run(() => Flow(count, kind == "Other")).Result;
-        bool hookStayed = integration == null || integration.HooksActivityCurrent == (mode == "IdsHooked");
+        bool hookStayed = mode != "IdsHooked" || integration!.HooksActivityCurrent;
         integration?.Dispose();
         bool right = integration == null ? end.Published is null : end.Published == end.Own;
         return right && hookStayed ? 0 : 1;
